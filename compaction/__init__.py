@@ -1,0 +1,3 @@
+"""compaction package of mirage."""
+
+import runtime as _runtime  # noqa: F401  (applies the offline defaults first)

@@ -1,0 +1,47 @@
+"""The ``mirage`` command line.
+
+Each package contributes its own commands through a ``register(app)`` function in its CLI
+module, so this root stays small and commands live next to the code they drive.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+import runtime  # noqa: F401  (offline defaults before anything else)
+
+app = typer.Typer(
+    name="mirage",
+    help="MIRAGE: does an agent ground its answers in earlier evidence, or only sound as if it does?",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "runtime.chat_cli",
+    "runtime.parsers.cli",
+    "memory_server.cli",
+    "compaction.cli",
+    "harness.packs.cli",
+    "harness.cli",
+)
+
+
+def _register_all() -> None:
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    app()
