@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from runtime.messages import ToolCall, ToolSpec
 from runtime.parsers.base import (
     EXECUTABLE_LABELS,
     OutcomeLabel,
@@ -34,4 +37,19 @@ __all__ = [
     "ParsedCall",
     "ToolCallParser",
     "get_parser",
+    "parse_reply",
 ]
+
+
+def parse_reply(
+    text: str,
+    tools: Sequence[ToolSpec],
+    *,
+    family: str,
+    adapters: bool = False,
+    truncated: bool = False,
+    native_calls: Sequence[ToolCall] = (),
+) -> ParseResult:
+    """The one entry point the agent loop uses: parse with the family's parser; the
+    pseudo-tool detector and adapters (when enabled) run when nothing parsed."""
+    return get_parser(family).parse(text, tools, truncated=truncated, native_calls=native_calls)

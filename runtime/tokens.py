@@ -1,0 +1,68 @@
+"""Token counting for EIT estimates when a provider reports none (tiktoken, offline files)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import runtime  # noqa: F401  (TIKTOKEN_CACHE_DIR must be set before tiktoken loads)
+from runtime.messages import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    import tiktoken
+
+MESSAGE_OVERHEAD_TOKENS = 4
+IMAGE_PLACEHOLDER_TOKENS = 85
+
+
+@lru_cache(maxsize=4)
+def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    if not text:
+        return 0
+    return len(encoding(encoding_name).encode(text, disallowed_special=()))
+
+
+def message_text(message: Message) -> str:
+    """The text a message contributes to a prompt (tool calls rendered as JSON)."""
+    if isinstance(message, SystemMessage):
+        return message.content
+    if isinstance(message, UserMessage):
+        parts = []
+        for part in message.content:
+            if isinstance(part, TextPart):
+                parts.append(part.text)
+            elif isinstance(part, ImagePart) and part.text_representation:
+                parts.append(part.text_representation)
+        return "\n".join(parts)
+    if isinstance(message, AssistantMessage):
+        if message.raw is not None:
+            return message.raw
+        calls = "".join(call.model_dump_json() for call in message.tool_calls)
+        return message.content + calls
+    assert isinstance(message, ToolResultMessage)
+    return message.content
+
+
+def count_message_tokens(message: Message) -> int:
+    images = 0
+    if isinstance(message, UserMessage):
+        images = sum(
+            IMAGE_PLACEHOLDER_TOKENS
+            for part in message.content
+            if isinstance(part, ImagePart) and not part.text_representation
+        )
+    return MESSAGE_OVERHEAD_TOKENS + count_tokens(message_text(message)) + images
