@@ -1,0 +1,81 @@
+"""``mirage chat``: talk to the agent in the terminal with the default tools."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_WORKSPACE = Path.home() / ".mirage" / "workspace"
+
+
+def chat(
+    model: Annotated[
+        str | None, typer.Option(help="litellm model string; default: the embedded SmolLM2")
+    ] = None,
+    workspace: Annotated[
+        Path, typer.Option(help="Workspace served to the agent by the memory server")
+    ] = DEFAULT_WORKSPACE,
+    no_tools: Annotated[bool, typer.Option("--no-tools", help="Chat without the memory server")] = False,
+    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server")] = None,
+    context_window: Annotated[int | None, typer.Option(help="Cap the effective context window")] = None,
+    max_output_tokens: Annotated[int, typer.Option(help="Reply budget per backbone call")] = 256,
+) -> None:
+    """Talk to the agent: tool calls and the EIT/compaction status line are shown after each
+    reply. Type /exit (or Ctrl-D) to leave."""
+    from runtime.session import AgentConfig
+
+    config = AgentConfig(model=model or "local/smollm2-135m", context_window=context_window,
+                         max_output_tokens=max_output_tokens)
+    asyncio.run(_chat(config, None if no_tools else workspace, api_base))
+
+
+async def _chat(config: object, workspace: Path | None, api_base: str | None) -> None:
+    from contextlib import AsyncExitStack
+
+    from runtime.agent import Agent
+    from runtime.backbones import make_backbone
+    from runtime.backbones.base import ProviderError
+    from runtime.factory import memory_server_stdio, new_session
+    from runtime.mcp_client import MCPToolset
+    from runtime.session import AgentConfig
+
+    assert isinstance(config, AgentConfig)
+    options = {"api_base": api_base} if api_base else {}
+    backbone = make_backbone(config.model, max_output_tokens=config.max_output_tokens, **options)
+    session = new_session(config, backbone.context_window, workspace)
+    async with AsyncExitStack() as stack:
+        toolset = None
+        if workspace is not None:
+            workspace.mkdir(parents=True, exist_ok=True)
+            toolset = await stack.enter_async_context(MCPToolset([memory_server_stdio(workspace)]))
+        agent = Agent(session, backbone, toolset)
+        typer.echo(f"mirage chat · {backbone.model} · window {agent.context_window} tokens")
+        while True:
+            try:
+                text = typer.prompt("you", prompt_suffix="> ")
+            except (EOFError, typer.Abort):
+                break
+            if text.strip() in {"/exit", "/quit"}:
+                break
+            try:
+                record = await agent.turn(text)
+            except ProviderError as error:
+                typer.secho(f"provider error: {error}", fg="red")
+                continue
+            for call in record.tool_calls:
+                state = "executed" if call.executed else "not executed"
+                typer.secho(f"  ⚙ {call.name}({call.arguments}) [{call.label}, {state}]", fg="cyan")
+            typer.echo(f"agent> {record.reply}")
+            ledger = session.ledger
+            typer.secho(
+                f"  [EIT {ledger.current_eit}/{ledger.context_window} · peak {ledger.peak_eit} · "
+                f"compactions {session.compaction_count} · {record.total_s:.1f}s]",
+                fg="bright_black",
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat)
