@@ -1,0 +1,32 @@
+"""Errors of the memory server. Every one carries a message written for the caller (a model or a
+person): what was wrong and what to do instead. The MCP layer turns them into tool errors."""
+
+from __future__ import annotations
+
+
+class MemoryServerError(Exception):
+    """Base class: a request the workspace or the index cannot serve."""
+
+
+class InvalidInputError(MemoryServerError, ValueError):
+    """An argument is empty, too large, out of range or of the wrong shape."""
+
+
+class PathEscapeError(MemoryServerError, PermissionError):
+    """A path points outside the workspace (``..``, absolute path, symlink escape)."""
+
+
+class ReadOnlyError(MemoryServerError, PermissionError):
+    """A write to a file other than a dated note."""
+
+
+class UnknownReferenceError(MemoryServerError, LookupError):
+    """A reference (artifact id, path, alias) that the workspace does not know."""
+
+
+class UnknownVersionError(MemoryServerError, LookupError):
+    """A workspace version id with no stored snapshot."""
+
+
+class ManifestError(MemoryServerError, ValueError):
+    """``MANIFEST.yaml`` exists but does not follow the documented format."""

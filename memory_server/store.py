@@ -1,0 +1,116 @@
+"""Content-addressed storage under ``<workspace>/.mirage/``: file blobs, version manifests and
+the hash cache that keeps re-hashing cheap.
+
+Above: ``Workspace.snapshot`` and version reads. Below: the file system. A blob is stored once
+per distinct content (``blobs/ab/abcdef…``), so a snapshot copies only files whose content is
+new; a version is the JSON of a built manifest named by its own hash and never rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from memory_server.errors import UnknownVersionError
+from memory_server.manifest import BuiltManifest
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and ``os.replace``: readers see either
+    the old or the new content, never a partial file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+class HashCache:
+    """path -> (size, mtime_ns, sha256), persisted as JSON, so unchanged files are not re-read."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._entries: dict[str, list[object]] = {}
+        if path.is_file():
+            try:
+                self._entries = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                self._entries = {}
+        self._dirty = False
+
+    def digest(self, relative: str, absolute: Path) -> tuple[str, int]:
+        stat = absolute.stat()
+        cached = self._entries.get(relative)
+        if cached and cached[0] == stat.st_size and cached[1] == stat.st_mtime_ns:
+            return str(cached[2]), stat.st_size
+        sha = sha256_file(absolute)
+        self._entries[relative] = [stat.st_size, stat.st_mtime_ns, sha]
+        self._dirty = True
+        return sha, stat.st_size
+
+    def save(self, keep: set[str]) -> None:
+        stale = set(self._entries) - keep
+        for key in stale:
+            del self._entries[key]
+        if self._dirty or stale:
+            atomic_write_bytes(self._path, json.dumps(self._entries).encode("utf-8"))
+            self._dirty = False
+
+
+class SnapshotStore:
+    def __init__(self, state_dir: Path) -> None:
+        self._blobs = state_dir / "blobs"
+        self._versions = state_dir / "versions"
+
+    def blob_path(self, sha: str) -> Path:
+        return self._blobs / sha[:2] / sha
+
+    def put_blob(self, sha: str, source: Path) -> bool:
+        """Store ``source`` under its hash unless already stored; True when it was copied."""
+        target = self.blob_path(sha)
+        if target.exists():
+            return False
+        data = source.read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise OSError(f"{source} changed while it was being snapshotted; retry")
+        atomic_write_bytes(target, data)
+        return True
+
+    def put_version(self, manifest: BuiltManifest) -> str:
+        version = manifest.version_id()
+        target = self._versions / f"{version}.json"
+        if not target.exists():
+            atomic_write_bytes(target, manifest.canonical_json().encode("utf-8"))
+        return version
+
+    def get_version(self, version: str) -> BuiltManifest:
+        if not isinstance(version, str) or not version.startswith("v_") or "/" in version:
+            raise UnknownVersionError(f"{version!r} is not a workspace version id (v_…)")
+        target = self._versions / f"{version}.json"
+        if not target.is_file():
+            raise UnknownVersionError(f"workspace version {version!r} does not exist")
+        return BuiltManifest.model_validate_json(target.read_text(encoding="utf-8"))
+
+    def list_versions(self) -> list[str]:
+        if not self._versions.is_dir():
+            return []
+        return sorted(path.stem for path in self._versions.glob("v_*.json"))

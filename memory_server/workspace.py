@@ -1,0 +1,239 @@
+"""The persistent workspace W: a directory of files that is the source of truth.
+
+Above: the index (which chunks and embeds its files), the MCP tools, the harness (which
+canonicalises SOURCE answers with ``resolve``) and compaction (which appends dated notes).
+Below: the file system, through ``paths.confine`` for every access, and the content-addressed
+store under ``.mirage/`` for built manifests, snapshots and blobs.
+
+Every file is read-only except dated notes ``memory/YYYY-MM-DD.md``, which only grow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from memory_server.errors import InvalidInputError, UnknownReferenceError
+from memory_server.manifest import (
+    USER_MANIFEST_NAME,
+    BuiltManifest,
+    FileEntry,
+    build_manifest,
+    load_user_manifest,
+)
+from memory_server.paths import STATE_DIR_NAME, confine, is_inside
+from memory_server.resolve import Resolver
+from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes
+
+log = structlog.get_logger(__name__)
+
+MAX_NOTE_CHARS = 20_000
+BUILT_MANIFEST_NAME = "manifest.json"
+
+
+class NoteAppend(BaseModel):
+    """Where an appended note landed: cite it as ``path#L<start>-L<end>``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    start_line: int
+    end_line: int
+
+
+class Workspace:
+    """One workspace directory. Cheap to open; thread-safe for reads and note appends."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.absolute()
+        self.state_dir = self.root / STATE_DIR_NAME
+        self.store = SnapshotStore(self.state_dir)
+        self._lock = threading.RLock()
+        self._manifest: BuiltManifest | None = None
+        self._resolver: Resolver | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Workspace:
+        """Open the workspace at ``path`` and build its manifest (written to
+        ``.mirage/manifest.json``). ``create`` makes the directory if it is missing."""
+        root = Path(path)
+        if create:
+            root.mkdir(parents=True, exist_ok=True)
+        if not root.is_dir():
+            raise InvalidInputError(f"workspace {str(root)!r} is not a directory")
+        workspace = cls(root)
+        workspace.state_dir.mkdir(exist_ok=True)
+        workspace.refresh()
+        return workspace
+
+    # -- manifest ---------------------------------------------------------------------------
+
+    @property
+    def manifest(self) -> BuiltManifest:
+        if self._manifest is None:
+            return self.refresh()
+        return self._manifest
+
+    def refresh(self) -> BuiltManifest:
+        """Rescan the files (unchanged files are not re-hashed) and rebuild the manifest."""
+        with self._lock:
+            cache = HashCache(self.state_dir / "hashes.json")
+            hashes = {rel: cache.digest(rel, self.root / rel) for rel in self._walk()}
+            cache.save(set(hashes))
+            manifest = build_manifest(load_user_manifest(self.root), hashes)
+            target = self.state_dir / BUILT_MANIFEST_NAME
+            payload = manifest.canonical_json().encode("utf-8")
+            if not target.is_file() or target.read_bytes() != payload:
+                atomic_write_bytes(target, payload)
+            self._manifest = manifest
+            self._resolver = Resolver(manifest, self.root, self._read_note_text)
+            return manifest
+
+    def _walk(self) -> Iterator[str]:
+        for directory, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
+            base = Path(directory)
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                absolute = base / name
+                relative = absolute.relative_to(self.root).as_posix()
+                if relative == USER_MANIFEST_NAME:
+                    continue
+                if absolute.is_symlink() and not is_inside(self.root, absolute):
+                    log.warning("workspace.symlink_escape_skipped", path=relative)
+                    continue
+                if absolute.is_file():
+                    yield relative
+
+    # -- resolution -------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> str | None:
+        """The canonical artifact id for any reference (id, alias, title, path, derived file,
+        dated note, ``path#anchor``), or None when nothing in the workspace matches."""
+        if self._resolver is None:
+            self.refresh()
+        assert self._resolver is not None
+        return self._resolver.resolve(ref)
+
+    def mentioned_ids(self, text: str) -> list[str]:
+        if self._resolver is None:
+            self.refresh()
+        assert self._resolver is not None
+        return self._resolver.mentioned_ids(text)
+
+    def file_entry(self, ref: str, version: str | None = None) -> FileEntry:
+        """The file a reference designates: a path, or an artifact id (its first file)."""
+        manifest = self.manifest if version is None else self.store.get_version(version)
+        path = ref.split("#", 1)[0].strip().strip("`'\"")
+        while path.startswith("./"):
+            path = path[2:]
+        if path in manifest.files:
+            return manifest.files[path]
+        artifact_id = self.resolve(ref)
+        record = manifest.artifacts.get(artifact_id) if artifact_id else None
+        if record is None or not record.files:
+            raise UnknownReferenceError(
+                f"no file or artifact matches {ref!r}; use an artifact_id or a path returned "
+                "by artifact_recall"
+            )
+        return manifest.files[record.files[0]]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read_bytes(self, path: str, version: str | None = None) -> bytes:
+        """File content, from the working tree or from a stored version."""
+        if version is None:
+            absolute = confine(self.root, path)
+            if not absolute.is_file():
+                raise UnknownReferenceError(f"no file {path!r} in the workspace")
+            return absolute.read_bytes()
+        manifest = self.store.get_version(version)
+        entry = manifest.files.get(path)
+        if entry is None:
+            raise UnknownReferenceError(f"no file {path!r} in workspace version {version}")
+        return self.store.blob_path(entry.sha256).read_bytes()
+
+    def _read_note_text(self, path: str) -> str | None:
+        try:
+            return self.read_bytes(path).decode("utf-8", errors="replace")
+        except (UnknownReferenceError, OSError):
+            return None
+
+    # -- versions ---------------------------------------------------------------------------
+
+    def snapshot(self) -> str:
+        """An immutable, content-addressed version of the workspace. Only content not stored
+        before is copied; taking a snapshot of an unchanged workspace copies nothing."""
+        with self._lock:
+            manifest = self.refresh()
+            for entry in manifest.files.values():
+                self.store.put_blob(entry.sha256, confine(self.root, entry.path))
+            version = self.store.put_version(manifest)
+        log.info("workspace.snapshot", version=version, files=len(manifest.files))
+        return version
+
+    def version(self, version: str) -> BuiltManifest:
+        return self.store.get_version(version)
+
+    # -- the one write ----------------------------------------------------------------------
+
+    def append_note(self, text: str, date: str | None = None) -> NoteAppend:
+        """Append ``text`` to ``memory/<date>.md`` (today by default). Never rewrites what is
+        there: the new file content is the old content plus the text, written atomically."""
+        body = _validated_note(text)
+        day = _validated_date(date)
+        relative = f"memory/{day}.md"
+        with self._lock, self._file_lock():
+            target = confine(self.root, relative)
+            confine(self.root, "memory").mkdir(exist_ok=True)
+            old = target.read_text(encoding="utf-8") if target.is_file() else f"# {day}\n"
+            prefix = old if old.endswith("\n") else old + "\n"
+            prefix += "\n"
+            start = prefix.count("\n") + 1
+            atomic_write_bytes(target, (prefix + body + "\n").encode("utf-8"))
+            self.refresh()
+        end = start + body.count("\n")
+        return NoteAppend(path=relative, start_line=start, end_line=end)
+
+    @contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        lock_path = self.state_dir / "notes.lock"
+        with lock_path.open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _validated_note(text: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError("note text must be a string")
+    body = text.strip("\n")
+    if not body.strip():
+        raise InvalidInputError("note text is empty; write the durable facts to remember")
+    if len(body) > MAX_NOTE_CHARS:
+        raise InvalidInputError(
+            f"note text has {len(body)} characters; the limit is {MAX_NOTE_CHARS} per append"
+        )
+    if "\x00" in body:
+        raise InvalidInputError("note text contains a NUL character")
+    return body
+
+
+def _validated_date(date: str | None) -> str:
+    if date is None:
+        return dt.date.today().isoformat()
+    try:
+        return dt.date.fromisoformat(date).isoformat()
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"date {date!r} is not an ISO date (YYYY-MM-DD)") from exc
