@@ -52,6 +52,12 @@ class ParseResult(BaseModel):
     content: str
     calls: tuple[ParsedCall, ...] = ()
     overall: OutcomeLabel = "no_call"
+    pseudo_tool_markers: tuple[str, ...] = ()
+    """Kinds of pseudo-tool text found when no call parsed (see ``runtime.parsers.pseudo``)."""
+
+    @property
+    def executable(self) -> bool:
+        return any(call.executable for call in self.calls)
 
     def executable_calls(self, id_prefix: str) -> list[ToolCall]:
         return [

@@ -1,44 +1,35 @@
-"""Hermes / Qwen family: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks."""
+"""Hermes / Qwen family: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``.
+
+Repeated blocks carry parallel calls; a JSON list inside one block (SmolLM2's trained format)
+carries several calls too. Each listed call is validated on its own.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
+from typing import Any
 
-from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParseResult, ParsedCall
-from runtime.parsers.validation import overall_label, validate_call
+from runtime.messages import ToolSpec
+from runtime.parsers.base import ParsedCall
+from runtime.parsers.blocks import TaggedBlockParser
+from runtime.parsers.scan import decode_body
+from runtime.parsers.validation import validate_call
 
-_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+
+def validate_json_calls(payload: Any, tools: Sequence[ToolSpec], *, raw: str) -> list[ParsedCall]:
+    """One call object or a list of them, each validated on its own."""
+    if isinstance(payload, list):
+        if not payload:
+            return [ParsedCall(label="wrong_shape", raw=raw, error="empty list of calls")]
+        return [validate_call(item, tools, raw=raw) for item in payload]
+    return [validate_call(payload, tools, raw=raw)]
 
 
-class HermesParser:
+class HermesParser(TaggedBlockParser):
     family = "hermes"
+    open_marker = r"<tool_call>"
+    close_marker = r"</tool_call>"
+    stray_markers = ("</tool_call>",)
 
-    def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls: list[ParsedCall] = []
-        for match in _BLOCK.finditer(text):
-            body = match.group(1).strip()
-            closed = match.group(0).endswith("</tool_call>")
-            if not closed:
-                calls.append(ParsedCall(label="truncated", raw=match.group(0), error="block not closed"))
-                continue
-            try:
-                payload = json.loads(body)
-            except json.JSONDecodeError as exc:
-                calls.append(ParsedCall(label="marker_bad_body", raw=body, error=str(exc)))
-                continue
-            items = payload if isinstance(payload, list) else [payload]
-            for item in items:
-                calls.append(validate_call(item, tools, raw=body))
-        content = _BLOCK.sub("", text).strip()
-        return ParseResult(family=self.family, content=content, calls=tuple(calls),
-                           overall=overall_label(calls))
+    def parse_body(self, body: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:
+        return validate_json_calls(decode_body(body), tools, raw=body)

@@ -24,5 +24,7 @@ class NativeParser:
             validate_arguments(call.name, dict(call.arguments), tools, raw=call.model_dump_json())
             for call in native_calls
         ]
-        return ParseResult(family=self.family, content=text.strip(), calls=tuple(calls),
-                           overall=overall_label(calls))
+        return ParseResult(
+            family=self.family, content=text.strip(), calls=tuple(calls),
+            overall=overall_label(calls),
+        )

@@ -1,0 +1,89 @@
+"""Mistral family: ``[TOOL_CALLS]`` followed by a JSON array of calls (tokenizers before v11),
+or by ``name{json-args}`` (v11+, optionally ``name[ARGS]{...}`` / ``name[CALL_ID]id[ARGS]{...}``),
+with ``[TOOL_CALLS]`` repeated before each further call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from runtime.messages import ToolCall, ToolSpec
+from runtime.parsers.base import ParsedCall, ParseResult
+from runtime.parsers.hermes import validate_json_calls
+from runtime.parsers.scan import BodyError, cut, decode_json_at
+from runtime.parsers.validation import overall_label, validate_arguments
+
+MARKER = "[TOOL_CALLS]"
+_NAMED = re.compile(r"([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(?:\[ARGS\])?\s*")
+
+
+class MistralParser:
+    family = "mistral"
+
+    def parse(
+        self,
+        text: str,
+        tools: Sequence[ToolSpec],
+        *,
+        truncated: bool = False,
+        native_calls: Sequence[ToolCall] = (),
+    ) -> ParseResult:
+        calls: list[ParsedCall] = []
+        spans: list[tuple[int, int]] = []
+        position = 0
+        while (start := text.find(MARKER, position)) != -1:
+            found, position = self._parse_after_marker(text, start + len(MARKER), tools)
+            calls.extend(found)
+            spans.append((start, position))
+        return ParseResult(
+            family=self.family,
+            content=cut(text, spans),
+            calls=tuple(calls),
+            overall=overall_label(calls),
+        )
+
+    def _parse_after_marker(
+        self, text: str, position: int, tools: Sequence[ToolSpec]
+    ) -> tuple[list[ParsedCall], int]:
+        """Calls following one marker and the index where they end."""
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            return [ParsedCall(label="truncated", error=f"nothing after {MARKER}")], position
+        if text[position] == "[":
+            return self._parse_array(text, position, tools)
+        named = _NAMED.match(text, position)
+        if named is None or named.end() >= len(text) or text[named.end()] != "{":
+            cut_off = named is not None and named.end() >= len(text)
+            label = "truncated" if cut_off else "marker_bad_body"
+            raw = text[position : position + 200]
+            error = f"{MARKER} not followed by a JSON array or name{{arguments}}"
+            return [ParsedCall(label=label, raw=raw, error=error)], len(text) if cut_off else position
+        return self._parse_named(named.group(1), text, named.end(), tools)
+
+    def _parse_array(
+        self, text: str, position: int, tools: Sequence[ToolSpec]
+    ) -> tuple[list[ParsedCall], int]:
+        try:
+            payload, end = decode_json_at(text, position)
+        except BodyError as exc:
+            label = "truncated" if exc.incomplete else "marker_bad_body"
+            return [ParsedCall(label=label, raw=text[position:], error=str(exc))], len(text)
+        return validate_json_calls(payload, tools, raw=text[position:end]), end
+
+    def _parse_named(
+        self, name: str, text: str, position: int, tools: Sequence[ToolSpec]
+    ) -> tuple[list[ParsedCall], int]:
+        try:
+            arguments, end = decode_json_at(text, position)
+        except BodyError as exc:
+            label = "truncated" if exc.incomplete else "marker_bad_body"
+            return [ParsedCall(label=label, name=name, raw=text[position:], error=str(exc))], len(
+                text
+            )
+        raw = name + text[position:end]
+        if not isinstance(arguments, dict):
+            return [ParsedCall(label="wrong_shape", name=name, raw=raw,
+                               error="arguments are not an object")], end
+        return [validate_arguments(name, arguments, tools, raw=raw)], end
