@@ -1,0 +1,241 @@
+"""Chunking per file kind: markdown sections, CSV rows with their headers, JSON fields and
+records, code blocks, PDF page text, plain-text paragraphs.
+
+Above: the index, which embeds and keyword-indexes each chunk. Below: file bytes. A chunk
+records the 1-based line range it came from (of the file's text, or of the extracted text for
+a PDF), so ``artifact_get(path, start_line, end_line)`` shows exactly the cited lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memory_server.errors import InvalidInputError
+from memory_server.manifest import FileKind
+
+CHUNKER_VERSION = "1"
+MAX_CHUNK_CHARS = 800
+MAX_CSV_CHUNKS = 5000
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CODE_BLOCK_START = re.compile(
+    r"^(async\s+def|def|class|function|func|fn|pub\s+fn|impl|interface|struct|type|"
+    r"export\s+(default\s+)?(function|class|const)|public|private|protected|CREATE|SELECT)\b"
+)
+
+
+class Chunk(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ordinal: int
+    text: str
+    start_line: int
+    end_line: int
+    locator: str = ""
+
+
+class PdfUnavailableError(InvalidInputError):
+    """PDF text extraction needs the ``pypdf`` package."""
+
+
+def extract_text(data: bytes, kind: FileKind) -> str | None:
+    """The text a file of ``kind`` is chunked from (and shown as), or None for images and
+    binaries."""
+    if kind in ("image", "binary"):
+        return None
+    if kind == "pdf":
+        return pdf_text(data)
+    return data.decode("utf-8", errors="replace")
+
+
+def pdf_text(data: bytes) -> str:
+    try:
+        from pypdf import PdfReader
+    except ImportError as exc:
+        raise PdfUnavailableError(
+            "reading PDF text needs the 'pypdf' package (pip install pypdf)"
+        ) from exc
+    reader = PdfReader(io.BytesIO(data))
+    pages = []
+    for number, page in enumerate(reader.pages, start=1):
+        pages.append(f"--- page {number} ---\n{(page.extract_text() or '').strip()}")
+    return "\n".join(pages)
+
+
+def chunk_text(text: str, kind: FileKind) -> list[Chunk]:
+    """Split extracted text into chunks according to the file kind."""
+    pieces = list(_CHUNKERS.get(kind, _paragraph_pieces)(text))
+    return [
+        Chunk(ordinal=index, text=body, start_line=start, end_line=end, locator=locator)
+        for index, (body, start, end, locator) in enumerate(
+            piece for piece in pieces if piece[0].strip()
+        )
+    ]
+
+
+Piece = tuple[str, int, int, str]
+
+
+def _paragraph_pieces(text: str, locator: str = "", first_line: int = 1) -> Iterator[Piece]:
+    """Windows of whole lines up to MAX_CHUNK_CHARS, preferring to break at blank lines."""
+    lines = text.splitlines()
+    buffer: list[str] = []
+    start = first_line
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        too_long = sum(len(item) + 1 for item in buffer) + len(line) > MAX_CHUNK_CHARS
+        if buffer and (too_long or (not line.strip() and _size(buffer) > MAX_CHUNK_CHARS // 2)):
+            yield "\n".join(buffer).strip(), start, number - 1, locator
+            buffer, start = [], number
+        if not buffer and not line.strip():
+            start = number + 1
+            continue
+        buffer.append(line[: MAX_CHUNK_CHARS * 4])
+    if buffer:
+        yield "\n".join(buffer).strip(), start, first_line + len(lines) - 1, locator
+
+
+def _size(buffer: list[str]) -> int:
+    return sum(len(item) + 1 for item in buffer)
+
+
+def _markdown_pieces(text: str) -> Iterator[Piece]:
+    lines = text.splitlines()
+    sections: list[tuple[int, list[str], str]] = []
+    trail: list[tuple[int, str]] = []
+    current: list[str] = []
+    current_start, current_title = 1, ""
+    in_fence = False
+    for number, line in enumerate(lines, start=1):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        heading = None if in_fence else _HEADING.match(line)
+        if heading:
+            sections.append((current_start, current, current_title))
+            level = len(heading.group(1))
+            trail = [item for item in trail if item[0] < level] + [(level, heading.group(2))]
+            current, current_start = [], number
+            current_title = " > ".join(title for _, title in trail)
+        current.append(line)
+    sections.append((current_start, current, current_title))
+    for start, body, title in sections:
+        yield from _paragraph_pieces("\n".join(body), title, start)
+
+
+def _csv_pieces(text: str) -> Iterator[Piece]:
+    sample = text[:4096]
+    delimiter = "\t" if sample.count("\t") > sample.count(",") else ","
+    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    if not rows:
+        return
+    header = [cell.strip() or f"column_{index + 1}" for index, cell in enumerate(rows[0])]
+    data = [(number, row) for number, row in enumerate(rows[1:], start=2) if any(row)]
+    per_chunk = max(1, math.ceil(len(data) / MAX_CSV_CHUNKS))
+    for index in range(0, len(data), per_chunk):
+        group = data[index : index + per_chunk]
+        body = "\n".join(_csv_row(header, row) for _, row in group)
+        first, last = group[0][0], group[-1][0]
+        locator = f"row {first - 1}" if first == last else f"rows {first - 1}-{last - 1}"
+        yield body, first, last, locator
+
+
+def _csv_row(header: list[str], row: list[str]) -> str:
+    cells = []
+    for index, value in enumerate(row):
+        name = header[index] if index < len(header) else f"column_{index + 1}"
+        cells.append(f"{name}: {value.strip()}")
+    return "; ".join(cells)
+
+
+def _json_pieces(text: str) -> Iterator[Piece]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        yield from _paragraph_pieces(text)
+        return
+    last_line = max(1, text.count("\n") + 1)
+    groups = _json_groups(data, "$")
+    for locator, leaves in groups:
+        buffer: list[str] = []
+        for leaf in leaves:
+            if buffer and _size(buffer) + len(leaf) > MAX_CHUNK_CHARS:
+                yield "\n".join(buffer), 1, last_line, locator
+                buffer = []
+            buffer.append(leaf[: MAX_CHUNK_CHARS * 2])
+        if buffer:
+            yield "\n".join(buffer), 1, last_line, locator
+
+
+def _json_groups(data: Any, root: str) -> list[tuple[str, list[str]]]:
+    """One group per record of a top-level list, per top-level key of an object."""
+    if isinstance(data, list):
+        return [(f"{root}[{index}]", _leaves(item, f"{root}[{index}]")) for index, item in enumerate(data)]
+    if isinstance(data, dict):
+        return [(f"{root}.{key}", _leaves(value, f"{root}.{key}")) for key, value in data.items()]
+    return [(root, _leaves(data, root))]
+
+
+def _leaves(data: Any, path: str) -> list[str]:
+    if isinstance(data, dict):
+        if not data:
+            return [f"{path} = {{}}"]
+        return [leaf for key, value in data.items() for leaf in _leaves(value, f"{path}.{key}")]
+    if isinstance(data, list):
+        if not data:
+            return [f"{path} = []"]
+        return [leaf for index, value in enumerate(data) for leaf in _leaves(value, f"{path}[{index}]")]
+    return [f"{path} = {json.dumps(data, ensure_ascii=False)}"]
+
+
+def _jsonl_pieces(text: str) -> Iterator[Piece]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            leaves = _leaves(json.loads(line), "$")
+            body = "\n".join(leaves)
+        except json.JSONDecodeError:
+            body = line
+        yield body[: MAX_CHUNK_CHARS * 2], number, number, f"line {number}"
+
+
+def _code_pieces(text: str) -> Iterator[Piece]:
+    """Top-level blocks (def/class/function…), each split further if long."""
+    lines = text.splitlines()
+    starts = [0] + [
+        index for index, line in enumerate(lines) if index > 0 and _CODE_BLOCK_START.match(line)
+    ]
+    bounds = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    for begin, end in bounds:
+        block = lines[begin:end]
+        first = block[0].strip() if block else ""
+        locator = first[:80] if _CODE_BLOCK_START.match(first) else ""
+        yield from _paragraph_pieces("\n".join(block), locator, begin + 1)
+
+
+def _pdf_pieces(text: str) -> Iterator[Piece]:
+    lines = text.splitlines()
+    page_starts = [index for index, line in enumerate(lines) if line.startswith("--- page ")]
+    bounds = zip(page_starts, [*page_starts[1:], len(lines)], strict=True)
+    for begin, end in bounds:
+        locator = lines[begin].strip("- ")
+        yield from _paragraph_pieces("\n".join(lines[begin + 1 : end]), locator, begin + 2)
+
+
+_CHUNKERS = {
+    "markdown": _markdown_pieces,
+    "csv": _csv_pieces,
+    "json": _json_pieces,
+    "jsonl": _jsonl_pieces,
+    "code": _code_pieces,
+    "pdf": _pdf_pieces,
+    "text": _paragraph_pieces,
+}
