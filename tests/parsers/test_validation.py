@@ -1,0 +1,74 @@
+"""Schema validation and coercion shared by every parser family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.messages import ToolSpec
+from runtime.parsers.validation import coerce, validate_arguments
+
+TOOL = ToolSpec(
+    name="t",
+    parameters={
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "x": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"type": "string", "enum": ["fast", "exact"]},
+            "maybe": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+        "required": [],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"n": "42"}, {"n": 42}),
+        ({"n": 3.0}, {"n": 3}),
+        ({"x": "2.5"}, {"x": 2.5}),
+        ({"flag": "True"}, {"flag": True}),
+        ({"tags": '["a", "b"]'}, {"tags": ["a", "b"]}),
+        ({"maybe": "7"}, {"maybe": "7"}),
+        ({"mode": "fast"}, {"mode": "fast"}),
+    ],
+)
+def test_values_are_coerced_to_the_schema_type(
+    arguments: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    call = validate_arguments("t", arguments, [TOOL], raw="")
+    assert (call.label, call.arguments) == ("ok", expected)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"n": "4.5"}, {"n": True}, {"flag": "yes"}, {"tags": ["a", 1]}, {"mode": "slow"},
+     {"tags": "a,b"}],
+)
+def test_values_that_cannot_fit_are_type_errors(arguments: dict[str, Any]) -> None:
+    call = validate_arguments("t", arguments, [TOOL], raw="")
+    assert call.label == "type_error"
+    assert call.error
+
+
+def test_extra_arguments_allowed_only_when_the_schema_says_so() -> None:
+    open_tool = ToolSpec(name="o", parameters={"type": "object", "properties": {},
+                                                "additionalProperties": True})
+    assert validate_arguments("o", {"any": 1}, [open_tool], raw="").label == "ok"
+    assert validate_arguments("t", {"any": 1}, [TOOL], raw="").label == "unexpected_param"
+
+
+def test_invalid_tool_schema_is_not_held_against_the_model() -> None:
+    broken = ToolSpec(name="b", parameters={"type": "object", "properties": {"a": {"type": 5}}})
+    assert validate_arguments("b", {"a": "x"}, [broken], raw="").label == "ok"
+
+
+def test_coerce_prefers_an_exact_type_match() -> None:
+    assert coerce("5", {"type": ["string", "integer"]}) == (True, "5")
+    assert coerce("5", {"type": ["integer", "string"]}) == (True, "5")
+    assert coerce("5", {"type": "integer"}) == (True, 5)
