@@ -1,0 +1,118 @@
+"""``CompactionPolicy``: the runtime's ``ContextPolicy`` — when to flush memory and compact.
+
+Above: the agent loop, which calls ``after_turn`` after every normal turn and ``on_overflow``
+when the backbone reports a context-length error (retrying the call when it returns True, at
+most ``runtime.agent.MAX_OVERFLOW_RETRIES`` times). Below: ``memory_flush`` and ``compact``.
+
+After a turn, with EIT the input tokens of the turn's last backbone call (the ledger's
+``current_eit``) and the budgets of ``CompactionConfig.budget``:
+
+1. EIT > flush threshold, flush enabled, not yet flushed in this cycle → one silent flush turn;
+2. EIT > threshold → compact, keeping ``keep_recent`` tokens verbatim.
+
+A compaction ends the cycle (``flushed_in_cycle`` is reset). On overflow the policy compacts
+with the normal tail, then half of it, then a quarter on consecutive overflows of the same
+call. A failed compaction is logged and recorded in ``tool_state["compaction_failures"]``;
+it never fails the user's turn (the next turn tries again).
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from compaction.compactor import Reason, compact
+from compaction.config import CompactionBudget, CompactionConfig
+from compaction.errors import CompactionError
+from compaction.flush import FLUSH_PROMPT, memory_flush
+from compaction.strategies import CompactionStrategy, get_strategy
+from runtime.agent import Agent
+from runtime.backbones.base import Backbone, ProviderError
+from runtime.session import CompactionRecord
+
+log = structlog.get_logger(__name__)
+
+FAILURES_STATE_KEY = "compaction_failures"
+
+
+class CompactionPolicy:
+    def __init__(
+        self,
+        config: CompactionConfig | None = None,
+        *,
+        strategy: CompactionStrategy | str | None = None,
+        summarizer: Backbone | None = None,
+        flush_prompt: str = FLUSH_PROMPT,
+    ) -> None:
+        self.config = config or CompactionConfig()
+        chosen = strategy if strategy is not None else self.config.format
+        self.strategy = get_strategy(chosen) if isinstance(chosen, str) else chosen
+        self.flush_prompt = flush_prompt
+        self._summarizer = summarizer
+        self._flushing = False
+        self._overflow_streak = 0
+        self._calls_after_overflow = -1
+
+    def budget(self, agent: Agent) -> CompactionBudget:
+        return self.config.budget(agent.context_window)
+
+    def summarizer(self, agent: Agent) -> Backbone:
+        """The explicit summarizer, else ``config.summarizer_model``, else the agent's own."""
+        if self._summarizer is None and self.config.summarizer_model:
+            from runtime.backbones import make_backbone
+
+            self._summarizer = make_backbone(self.config.summarizer_model)
+        return self._summarizer or agent.backbone
+
+    async def after_turn(self, agent: Agent) -> None:
+        if not self.config.enabled:
+            return
+        session = agent.session
+        eit = session.ledger.current_eit
+        budget = self.budget(agent)
+        wants_flush = self.config.memory_flush and not session.compaction.flushed_in_cycle
+        if wants_flush and eit > budget.flush_threshold:
+            session.compaction.flushed_in_cycle = True
+            self._flushing = True
+            try:
+                await memory_flush(agent, eit, self.flush_prompt)
+            finally:
+                self._flushing = False
+        if eit > budget.threshold:
+            await self.compact(agent, reason="threshold", keep_recent_tokens=budget.keep_recent)
+
+    async def on_overflow(self, agent: Agent, error: ProviderError) -> bool:
+        if self._flushing or not self.config.enabled:
+            return False
+        ledger_length = len(agent.session.ledger.calls)
+        if ledger_length != self._calls_after_overflow:
+            self._overflow_streak = 0
+        keep = self.budget(agent).keep_recent >> self._overflow_streak
+        self._overflow_streak += 1
+        log.info("context_overflow", detail=error.detail, keep_recent=keep,
+                 attempt=self._overflow_streak)
+        record = await self.compact(agent, reason="overflow", keep_recent_tokens=keep)
+        self._calls_after_overflow = len(agent.session.ledger.calls)
+        return record is not None
+
+    async def compact(
+        self,
+        agent: Agent,
+        *,
+        reason: Reason = "manual",
+        keep_recent_tokens: int | None = None,
+        focus: str | None = None,
+    ) -> CompactionRecord | None:
+        """Compact now; None (logged and recorded) if it could not be done."""
+        keep = keep_recent_tokens if keep_recent_tokens is not None else (
+            self.budget(agent).keep_recent
+        )
+        try:
+            return await compact(agent, self.strategy, self.summarizer(agent), focus=focus,
+                                 keep_recent_tokens=keep, reason=reason)
+        except (CompactionError, ProviderError) as error:
+            log.warning("compaction_failed", reason=reason, error=str(error))
+            agent.session.tool_state.setdefault(FAILURES_STATE_KEY, []).append(
+                {"reason": reason, "error": str(error),
+                 "eit": agent.session.ledger.current_eit}
+            )
+            return None
