@@ -1,0 +1,283 @@
+"""Probe records and the append-only, keyed, resumable ``results.jsonl``.
+
+Above: the probe runner (appends one record per probe), ``mirage rescore`` (rewrites indicator
+fields from raw outputs) and aggregation (reads indicator fields only). Below: one JSON object per
+line on disk. A record is keyed by (state, condition, question_id, repeat); a key is never
+written twice. Every append is one ``write`` of a whole line followed by ``fsync``, so a
+``kill -9`` can at worst leave a torn last line, which opening the log for writing repairs
+(truncates) and reading ignores.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.protocol import Condition, ParsedResponse
+from harness.scoring import Gold, Indicator, ProbeScore, SourceResolver, score_reply
+
+log = structlog.get_logger(__name__)
+
+RESULTS_FILE = "results.jsonl"
+RETRIEVAL_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get"})
+RetrievalPath = Literal["R_context", "R_tool"]
+_ANSWERABLE_ONLY = ("SC", "VC", "GC", "WS")
+
+
+class RecordKey(NamedTuple):
+    state: str
+    condition: str
+    question_id: str
+    repeat: int
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call attempted in the probe turn, with its parse/compliance outcome."""
+
+    name: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    label: str = "ok"
+    executed: bool = False
+    error: str | None = None
+
+
+class ProbeUsage(BaseModel):
+    eit: int | None = None
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class ProbeRecord(BaseModel):
+    """One line of ``results.jsonl``; see docs/metrics.md for every field."""
+
+    model_config = ConfigDict(extra="allow")
+
+    state: str = Field(min_length=1)
+    condition: Condition
+    question_id: str = Field(min_length=1)
+    repeat: int = Field(ge=0)
+    gold_answerable: Literal["YES", "NO"]
+    raw_output: str | None = None
+    parsed: ParsedResponse = Field(default_factory=ParsedResponse)
+    pf: bool = False
+    pf_reason: str | None = None
+    AC: Indicator | None = None
+    SC: Indicator | None = None
+    VC: Indicator | None = None
+    GC: Indicator | None = None
+    WS: Indicator | None = None
+    HR: Indicator | None = None
+    path: RetrievalPath = "R_context"
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    usage: ProbeUsage = Field(default_factory=ProbeUsage)
+    latency_s: float | None = Field(default=None, ge=0)
+    gold: Gold | None = None
+    canonical_source: str | None = None
+    provider_error: str | None = None
+    model: str | None = None
+
+    @property
+    def key(self) -> RecordKey:
+        return RecordKey(self.state, self.condition, self.question_id, self.repeat)
+
+    @property
+    def scored(self) -> bool:
+        """A recorded probe call that enters the metrics (provider errors do not)."""
+        return self.provider_error is None
+
+    @model_validator(mode="after")
+    def _indicators_consistent(self) -> ProbeRecord:
+        if self.gold is not None and self.gold.answerable != self.gold_answerable:
+            raise ValueError("gold.answerable disagrees with gold_answerable")
+        if self.pf or self.provider_error is not None:
+            filled = [n for n in ("AC", "HR", *_ANSWERABLE_ONLY) if getattr(self, n) is not None]
+            if filled:
+                raise ValueError(f"a PF or provider-error record has indicators {filled}")
+            return self
+        not_applicable = ("HR",) if self.gold_answerable == "YES" else _ANSWERABLE_ONLY
+        wrong = [n for n in not_applicable if getattr(self, n) is not None]
+        if wrong:
+            raise ValueError(f"indicators {wrong} do not apply to gold {self.gold_answerable}")
+        return self
+
+
+def retrieval_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
+    """R_tool when an artifact_recall/artifact_get call was executed in the probe turn."""
+    executed = any(c.executed and c.name in RETRIEVAL_TOOLS for c in tool_calls)
+    return "R_tool" if executed else "R_context"
+
+
+def _score_fields(score: ProbeScore) -> dict[str, Any]:
+    return {
+        "parsed": score.outcome.parsed,
+        "pf": score.outcome.pf,
+        "pf_reason": score.outcome.pf_reason,
+        "canonical_source": score.canonical_source,
+        **{n: getattr(score, n) for n in ("AC", "SC", "VC", "GC", "WS", "HR")},
+    }
+
+
+def build_record(
+    key: RecordKey,
+    raw_output: str | None,
+    gold: Gold,
+    resolver: SourceResolver | None,
+    **extra: Any,
+) -> ProbeRecord:
+    """Score ``raw_output`` against ``gold`` and assemble the record for ``key``."""
+    tool_calls = [ToolCallRecord.model_validate(c) for c in extra.pop("tool_calls", [])]
+    fields = _score_fields(score_reply(raw_output, gold, resolver))
+    return ProbeRecord(
+        **key._asdict(),
+        gold_answerable=gold.answerable,
+        raw_output=raw_output,
+        gold=gold,
+        tool_calls=tool_calls,
+        path=extra.pop("path", retrieval_path(tool_calls)),
+        **fields,
+        **extra,
+    )
+
+
+def rescore_record(record: ProbeRecord, resolver: SourceResolver | None) -> ProbeRecord:
+    """The same record with its indicators recomputed from ``raw_output`` by the current scorer."""
+    if record.provider_error is not None:
+        return record
+    if record.gold is None:
+        raise ValueError(f"record {tuple(record.key)} has no gold annotation; cannot rescore")
+    fields = _score_fields(score_reply(record.raw_output, record.gold, resolver))
+    return record.model_copy(update=fields)
+
+
+class ResultsLogError(RuntimeError):
+    """The results file is corrupt (not merely torn at the end) or already in use."""
+
+
+def _parse_line(line: bytes, number: int, path: Path) -> ProbeRecord:
+    try:
+        return ProbeRecord.model_validate_json(line)
+    except ValidationError as exc:
+        raise ResultsLogError(f"{path}:{number}: invalid probe record: {exc}") from exc
+
+
+def _scan(path: Path) -> tuple[list[ProbeRecord], int]:
+    """Records of every complete line and the byte length of that complete prefix."""
+    data = path.read_bytes() if path.exists() else b""
+    records: list[ProbeRecord] = []
+    offset = 0
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines[:-1], start=1):
+        if line.strip():
+            records.append(_parse_line(line, number, path))
+        offset += len(line) + 1
+    return records, offset
+
+
+def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]:
+    """All records of a results file (a torn last line is ignored; duplicates keep the first)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / RESULTS_FILE
+    if not file.exists():
+        raise FileNotFoundError(f"no results file at {file}")
+    records, complete = _scan(file)
+    if complete < file.stat().st_size:
+        log.warning("results.torn_last_line_ignored", path=str(file))
+    return list(_unique(records, file))
+
+
+def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]:
+    seen: set[RecordKey] = set()
+    for record in records:
+        if record.key in seen:
+            log.warning("results.duplicate_key_ignored", path=str(path), key=tuple(record.key))
+            continue
+        seen.add(record.key)
+        yield record
+
+
+class ResultsLog:
+    """Append-only writer of ``results.jsonl`` that resumes where a previous run stopped.
+
+    Holds an exclusive lock on the file while open, so two runs cannot interleave.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(self._fd)
+            raise ResultsLogError(f"{self.path} is being written by another run") from exc
+        self._records = self._load_and_repair()
+        self._keys = {r.key for r in self._records}
+
+    def _load_and_repair(self) -> list[ProbeRecord]:
+        records, complete = _scan(self.path)
+        size = os.fstat(self._fd).st_size
+        if complete < size:
+            log.warning("results.torn_line_repaired", path=str(self.path), dropped=size - complete)
+            os.ftruncate(self._fd, complete)
+            os.fsync(self._fd)
+        return list(_unique(records, self.path))
+
+    def __enter__(self) -> ResultsLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    @property
+    def keys(self) -> frozenset[RecordKey]:
+        return frozenset(self._keys)
+
+    @property
+    def records(self) -> list[ProbeRecord]:
+        return list(self._records)
+
+    def append(self, record: ProbeRecord) -> bool:
+        """Write ``record`` durably; ``False`` (nothing written) when its key is already there."""
+        line = (record.model_dump_json() + "\n").encode()
+        with self._lock:
+            if self._fd < 0:
+                raise ResultsLogError(f"{self.path} is closed")
+            if record.key in self._keys:
+                return False
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise ResultsLogError(f"short write to {self.path}: {written}/{len(line)} bytes")
+            os.fsync(self._fd)
+            self._keys.add(record.key)
+            self._records.append(record)
+            return True
+
+
+def rewrite_records(path: str | os.PathLike[str], records: Iterable[ProbeRecord]) -> None:
+    """Atomically replace a results file (used by rescore): temp file, fsync, rename."""
+    target = Path(path)
+    temp = target.with_name(target.name + ".tmp")
+    with open(temp, "wb") as handle:
+        for record in _unique(records, target):
+            handle.write((record.model_dump_json() + "\n").encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, target)
+

@@ -1,0 +1,31 @@
+"""Deterministic scoring of MIRAGE probes (paper section 3.5).
+
+Above: the probe runner and ``mirage rescore``. Below: the protocol parser, source
+canonicalisation through a ``SourceResolver`` and answer-value normalisation.
+"""
+
+from harness.scoring.indicators import Gold, Indicator, ProbeScore, score_outcome, score_reply
+from harness.scoring.sources import (
+    ChainResolver,
+    KnownIdResolver,
+    MappingResolver,
+    SourceResolver,
+    canonical_source,
+)
+from harness.scoring.values import ANSWER_TYPES, AnswerType, value_matches
+
+__all__ = [
+    "ANSWER_TYPES",
+    "AnswerType",
+    "ChainResolver",
+    "Gold",
+    "Indicator",
+    "KnownIdResolver",
+    "MappingResolver",
+    "ProbeScore",
+    "SourceResolver",
+    "canonical_source",
+    "score_outcome",
+    "score_reply",
+    "value_matches",
+]

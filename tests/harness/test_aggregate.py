@@ -1,0 +1,139 @@
+"""Aggregation rules beyond the paper tables: denominators, repeats, provider errors, deltas."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.aggregate import StateRoles, aggregate
+from harness.records import ProbeRecord, RecordKey, ToolCallRecord, build_record
+from harness.scoring import Gold, KnownIdResolver
+
+GOLD_YES = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
+GOLD_NO = Gold(answerable="NO")
+RESOLVER = KnownIdResolver(["chart_1", "chart_2"])
+GROUNDED = "ANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42"
+MIRAGE_VC = "ANSWERABLE=YES\nSOURCE=NONE\nANSWER=42"
+MIRAGE_WRONG = "ANSWERABLE=YES\nSOURCE=chart_2\nANSWER=7"
+REFUSAL = "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"
+PF = "the answer is 42"
+
+
+def rec(
+    state: str, question: str, reply: str, *, cond: str = "C0", repeat: int = 0, gold: Gold = GOLD_YES,
+    tool: bool = False,
+) -> ProbeRecord:  # fmt: skip
+    calls = [ToolCallRecord(name="artifact_recall", executed=True).model_dump()] if tool else []
+    key = RecordKey(state, cond, question, repeat)
+    return build_record(key, reply, gold, RESOLVER, tool_calls=calls)
+
+
+def test_denominators_and_mirage_index() -> None:
+    records = [
+        rec("S1-d0", "a1", GROUNDED),
+        rec("S1-d0", "a2", MIRAGE_VC),
+        rec("S1-d0", "a3", MIRAGE_WRONG),
+        rec("S1-d0", "a4", PF),
+        rec("S1-d0", "u1", REFUSAL, gold=GOLD_NO),
+        rec("S1-d0", "u2", "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=12", gold=GOLD_NO, tool=True),
+        ProbeRecord(
+            state="S1-d0", condition="C0", question_id="a5", repeat=0, gold_answerable="YES",
+            gold=GOLD_YES, provider_error="timeout",
+        ),  # fmt: skip
+    ]
+    cell = aggregate(records).states["S1-d0"]["C0"]
+    assert cell.n == 6 and cell.PF == 1
+    assert cell.AC == pytest.approx(100.0)  # 5 parsed: 3 YES on answerable, 2 NO on unanswerable
+    assert cell.SC == pytest.approx(100 / 3) and cell.VC == pytest.approx(200 / 3)
+    assert cell.GC == pytest.approx(100 / 3) and cell.WS == pytest.approx(200 / 3)
+    assert cell.OG == pytest.approx(100 / 3)
+    assert cell.HR == pytest.approx(50.0)
+    assert cell.MI == pytest.approx(50.0)  # 2 mirages over 4 recorded answerable (PF counts 0)
+    assert cell.R_tool == pytest.approx(100 / 6)
+    detail = aggregate(records).cells["S1-d0"]["C0"]
+    assert detail.provider_errors == 1 and detail.recorded_answerable == 4
+
+
+def test_empty_denominators_are_null() -> None:
+    cell = aggregate([rec("S2", "u1", REFUSAL, gold=GOLD_NO)]).states["S2"]["C0"]
+    assert cell.SC is None and cell.GC is None and cell.OG is None and cell.MI is None
+    assert cell.HR == 0.0 and cell.AC == 100.0
+
+
+def test_repeats_pool_and_spread() -> None:
+    records = [rec("S1-d0", f"a{i}", GROUNDED, repeat=0) for i in range(4)]
+    records += [rec("S1-d0", f"a{i}", GROUNDED if i < 2 else REFUSAL, repeat=1) for i in range(4)]
+    agg = aggregate(records)
+    assert agg.states["S1-d0"]["C0"].GC == pytest.approx(75.0)
+    spread = agg.cells["S1-d0"]["C0"].repeats["GC"]
+    assert spread is not None
+    assert spread.values == [100.0, 50.0] and spread.mean == 75.0
+    assert spread.sd == pytest.approx(35.355, abs=1e-3)
+    interval = agg.cells["S1-d0"]["C0"].intervals["GC"]
+    assert interval is not None and (interval.k, interval.n) == (6, 8)
+
+
+def _three_states(pattern: dict[str, list[str]], cond: str = "C0") -> list[ProbeRecord]:
+    return [
+        rec(state, f"a{i}", reply, cond=cond)
+        for state, replies in pattern.items()
+        for i, reply in enumerate(replies)
+    ]
+
+
+def test_cross_state_diagnostics() -> None:
+    records = _three_states(
+        {
+            "S1-d0": [GROUNDED, GROUNDED, GROUNDED, GROUNDED],
+            "S1-d80k": [GROUNDED, "ANSWERABLE=YES\nSOURCE=chart_1.png\nANSWER=42", MIRAGE_VC, PF],
+            "S2": [GROUNDED, MIRAGE_VC, GROUNDED, GROUNDED],
+        }
+    )
+    agg = aggregate(records)
+    diagnostics = agg.diagnostics["C0"]
+    assert diagnostics.DS == pytest.approx(100 * (100 - 200 / 3) / 100)
+    assert diagnostics.delta_comp == pytest.approx(0.75 - 2 / 3)
+    assert diagnostics.Ret == pytest.approx(50.0)
+    assert diagnostics.MI_d80k == pytest.approx(25.0)
+    cross = agg.cross_state["C0"]
+    assert (cross.drift_both_correct, cross.drift_changed, cross.source_drift) == (2, 1, 50.0)
+    assert cross.transitions_shared == 4
+    assert cross.transitions["✓✓✓"] == 1 and cross.transitions["✓✓×"] == 1
+    assert cross.transitions["✓×✓"] == 2 and sum(cross.transitions.values()) == 4
+
+
+def test_missing_states_give_null_diagnostics() -> None:
+    agg = aggregate([rec("S1-d0", "a1", GROUNDED)])
+    assert agg.diagnostics["C0"].model_dump() == {
+        "DS": None, "delta_comp": None, "Ret": None, "MI_d80k": None,
+    }  # fmt: skip
+
+
+def test_ds_is_null_when_nothing_was_grounded_at_d0() -> None:
+    agg = aggregate(_three_states({"S1-d0": [MIRAGE_VC], "S1-d80k": [MIRAGE_VC], "S2": [GROUNDED]}))
+    assert agg.diagnostics["C0"].DS is None and agg.diagnostics["C0"].Ret is None
+
+
+def test_cm_minus_c0_deltas() -> None:
+    records = _three_states({"S1-d80k": [MIRAGE_VC, MIRAGE_VC]}, cond="C0")
+    records += _three_states({"S1-d80k": [GROUNDED, MIRAGE_VC]}, cond="Cm")
+    deltas = aggregate(records).deltas
+    assert deltas["S1-d80k"]["GC"] == pytest.approx(50.0)
+    assert deltas["S1-d80k"]["SC"] == pytest.approx(50.0)
+    assert deltas["S1-d80k"]["HR"] is None
+
+
+def test_custom_state_roles_and_order() -> None:
+    records = _three_states({"late": [MIRAGE_VC], "custom-x": [GROUNDED], "early": [GROUNDED]})
+    roles = StateRoles(d0="early", mid="unused", deep="late", post="custom-x")
+    agg = aggregate(records, roles)
+    assert list(agg.states) == ["early", "late", "custom-x"]
+    assert agg.diagnostics["C0"].DS == pytest.approx(100.0)
+    assert agg.diagnostics["C0"].delta_comp == pytest.approx(1.0)
+
+
+def test_summary_has_exactly_the_issue_shape() -> None:
+    summary = aggregate(_three_states({"S1-d0": [GROUNDED], "S2": [PF]})).summary()
+    assert set(summary) == {"states", "diagnostics"}
+    cell = summary["states"]["S1-d0"]["C0"]  # type: ignore[index]
+    assert set(cell) == {"AC", "SC", "VC", "GC", "HR", "WS", "PF", "MI", "OG", "R_tool", "n"}
+    assert set(summary["diagnostics"]["C0"]) == {"DS", "delta_comp", "Ret", "MI_d80k"}  # type: ignore[index]

@@ -1,0 +1,86 @@
+"""The structured-response protocol: prompts and the tolerant reply parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.protocol import parse_response, probe_prompt
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "ANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42",
+        "answerable = yes\nsource = chart_1\nanswer = 42",
+        "**ANSWERABLE**: YES\n**SOURCE**: `chart_1`\n**ANSWER**: **42**",
+        "```text\nANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42\n```",
+        "ANSWERABLE=YES SOURCE=chart_1 ANSWER=42",
+        "- ANSWERABLE: Yes.\n- SOURCE: chart_1\n- ANSWER: 42",
+        "<think>ANSWERABLE=NO maybe?</think>\nANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42",
+        "Template: ANSWERABLE=YES | NO\nANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42",
+        "  __ANSWERABLE__=YES  \n\n  SOURCE=  chart_1 \n ANSWER = 42 ",
+    ],
+)
+def test_tolerated_formats(reply: str) -> None:
+    outcome = parse_response(reply)
+    assert not outcome.pf, outcome.pf_reason
+    assert outcome.parsed.answerable == "YES"
+    assert outcome.parsed.source == "chart_1"
+    assert outcome.parsed.answer == "42"
+
+
+def test_none_values_are_normalised_not_missing() -> None:
+    outcome = parse_response("ANSWERABLE=no\nSOURCE=none\nANSWER=None")
+    assert not outcome.pf
+    assert outcome.parsed.model_dump() == {"answerable": "NO", "source": "NONE", "answer": "NONE"}
+
+
+def test_answer_keeps_inner_text() -> None:
+    outcome = parse_response("ANSWERABLE=YES\nSOURCE=ui_profile\nANSWER=Lee Lin (user: leelin)")
+    assert outcome.parsed.answer == "Lee Lin (user: leelin)"
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("", "empty reply"),
+        (None, "empty reply"),
+        ("The answer is 42.", "missing field(s): ANSWERABLE, SOURCE, ANSWER"),
+        ("ANSWERABLE=YES\nSOURCE=chart_1", "missing field(s): ANSWER"),
+        ("ANSWERABLE=YES\nSOURCE=\nANSWER=42", "empty field(s): SOURCE"),
+        ("ANSWERABLE=MAYBE\nSOURCE=chart_1\nANSWER=42", "ANSWERABLE must be YES or NO, got 'MAYBE'"),
+        ("<think>ANSWERABLE=YES\nSOURCE=a\nANSWER=1</think>", "missing field(s)"),
+    ],
+)
+def test_parse_failures_carry_a_reason(reply: str | None, reason: str) -> None:
+    outcome = parse_response(reply)
+    assert outcome.pf
+    assert outcome.pf_reason is not None and outcome.pf_reason.startswith(reason)
+
+
+def test_partial_fields_are_kept_on_pf() -> None:
+    outcome = parse_response("ANSWERABLE=YES\nSOURCE=chart_1")
+    assert outcome.parsed.answerable == "YES" and outcome.parsed.answer is None
+
+
+def test_prompts_differ_only_by_the_retrieval_instruction() -> None:
+    c0, cm = probe_prompt("What is X?", "C0"), probe_prompt("What is X?", "Cm")
+    for prompt in (c0, cm):
+        assert "What is X?" in prompt
+        assert all(f in prompt for f in ("ANSWERABLE=", "SOURCE=", "ANSWER="))
+    assert "artifact_recall" in cm and "artifact_recall" not in c0
+
+
+def test_prompt_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        probe_prompt("  ", "C0")
+    with pytest.raises(ValueError, match="unknown condition"):
+        probe_prompt("Q?", "C9")  # type: ignore[arg-type]
+
+
+def test_prompt_reply_round_trip() -> None:
+    """The format the prompt asks for is exactly what the parser accepts."""
+    prompt = probe_prompt("Q?", "C0")
+    lines = [line for line in prompt.splitlines() if "=" in line]
+    filled = "\n".join(line.split("=")[0] + "=" + value for line, value in zip(lines, ["NO", "NONE", "NONE"], strict=True))
+    assert not parse_response(filled).pf

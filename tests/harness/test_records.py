@@ -1,0 +1,186 @@
+"""results.jsonl: keyed append-only writes, resume after a kill, rescoring from raw outputs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.records import (
+    ProbeRecord,
+    RecordKey,
+    ResultsLog,
+    ResultsLogError,
+    ToolCallRecord,
+    build_record,
+    read_records,
+    rescore_record,
+    retrieval_path,
+)
+from harness.scoring import Gold, KnownIdResolver
+
+GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
+RESOLVER = KnownIdResolver(["chart_1"])
+REPLY = "ANSWERABLE=YES\nSOURCE=chart_1.png\nANSWER=about 42"
+
+
+def _record(question: int, repeat: int = 0, reply: str = REPLY) -> ProbeRecord:
+    key = RecordKey("S1-d0", "C0", f"q{question}", repeat)
+    return build_record(key, reply, GOLD, RESOLVER, latency_s=0.1)
+
+
+def test_append_is_keyed_and_durable(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        assert results.append(_record(1))
+        assert not results.append(_record(1, reply="ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"))
+        assert results.append(_record(1, repeat=1))
+        assert RecordKey("S1-d0", "C0", "q1", 0) in results
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2
+    records = read_records(path)
+    assert [r.key for r in records] == [("S1-d0", "C0", "q1", 0), ("S1-d0", "C0", "q1", 1)]
+    assert records[0].GC == 1 and records[0].canonical_source == "chart_1"
+
+
+def test_resume_skips_done_keys(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        for question in range(3):
+            results.append(_record(question))
+    with ResultsLog(path) as resumed:
+        assert len(resumed.keys) == 3
+        written = [resumed.append(_record(q)) for q in range(5)]
+    assert written == [False, False, False, True, True]
+    assert len(read_records(path)) == 5
+
+
+def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        for question in range(3):
+            results.append(_record(question))
+    complete = path.stat().st_size
+    torn = _record(3).model_dump_json().encode()[:57]
+    with open(path, "ab") as handle:
+        handle.write(torn)
+    assert len(read_records(path)) == 3
+    assert path.stat().st_size == complete + len(torn)  # reading never modifies
+    with ResultsLog(path) as resumed:
+        assert path.stat().st_size == complete
+        assert resumed.append(_record(3))
+    assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(_record(0).model_dump_json() + "\n{not json}\n" + _record(1).model_dump_json() + "\n")
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
+        read_records(path)
+
+
+def test_duplicate_lines_keep_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    first, second = _record(0), _record(0, reply="ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE")
+    path.write_text(first.model_dump_json() + "\n" + second.model_dump_json() + "\n")
+    (record,) = read_records(path)
+    assert record.AC == 1
+
+
+def test_second_writer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path), pytest.raises(ResultsLogError, match="another run"):
+        ResultsLog(path)
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from harness.records import RecordKey, ResultsLog, build_record
+    from harness.scoring import Gold
+    gold = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
+    with ResultsLog(sys.argv[1]) as results:
+        for i in range(100000):
+            key = RecordKey("S1-d0", "C0", f"q{i}", 0)
+            record = build_record(key, "ANSWERABLE=YES\\nSOURCE=chart_1\\nANSWER=42", gold, None)
+            if results.append(record):
+                print(i, flush=True)
+    """
+)
+
+
+def test_resume_after_kill_9(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert child.stdout is not None
+    acknowledged = [int(child.stdout.readline()) for _ in range(30)]
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    with ResultsLog(path) as resumed:
+        done = {key.question_id for key in resumed.keys}
+        assert {f"q{i}" for i in acknowledged} <= done  # every acknowledged record survived
+        indices = sorted(int(q[1:]) for q in done)
+        assert indices == list(range(len(indices)))  # a gap-free prefix, no duplicates
+        assert resumed.append(_record(len(indices)))
+    assert len(read_records(path)) == len(indices) + 1
+
+
+def test_record_validation() -> None:
+    record = _record(0)
+    with pytest.raises(ValueError, match="PF"):
+        ProbeRecord.model_validate({**record.model_dump(), "pf": True})
+    with pytest.raises(ValueError, match="do not apply"):
+        ProbeRecord.model_validate({**record.model_dump(), "HR": 0})
+    with pytest.raises(ValueError, match="gold"):
+        ProbeRecord.model_validate({**record.model_dump(), "gold_answerable": "NO"})
+    with pytest.raises(ValueError):
+        ProbeRecord.model_validate({**record.model_dump(), "condition": "C7"})
+
+
+def test_rescore_recomputes_from_raw_output() -> None:
+    stale = _record(0).model_copy(
+        update={"VC": 0, "GC": 0, "SC": 0, "WS": 1, "canonical_source": "chart_1.png"}
+    )
+    fresh = rescore_record(stale, RESOLVER)
+    assert (fresh.SC, fresh.VC, fresh.GC, fresh.WS) == (1, 1, 1, 0)
+    assert fresh.canonical_source == "chart_1"
+    without_resolver = rescore_record(stale, None)
+    assert (without_resolver.SC, without_resolver.canonical_source) == (0, "chart_1.png")
+
+
+def test_rescore_needs_gold() -> None:
+    record = _record(0).model_copy(update={"gold": None})
+    with pytest.raises(ValueError, match="no gold"):
+        rescore_record(record, RESOLVER)
+
+
+def test_provider_errors_are_not_rescored() -> None:
+    record = ProbeRecord(
+        state="S2", condition="Cm", question_id="q1", repeat=0, gold_answerable="YES",
+        gold=GOLD, provider_error="rate_limit: 429 after 3 retries",
+    )  # fmt: skip
+    assert rescore_record(record, RESOLVER) == record
+    assert not record.scored
+
+
+def test_retrieval_path_needs_an_executed_retrieval_call() -> None:
+    recall = ToolCallRecord(name="artifact_recall", arguments={"query": "gdp"}, executed=True)
+    pseudo = ToolCallRecord(name="artifact_recall", label="pseudo_tool", executed=False)
+    other = ToolCallRecord(name="calculator", executed=True)
+    assert retrieval_path([recall]) == "R_tool"
+    assert retrieval_path([pseudo, other]) == "R_context"
+    record = build_record(
+        RecordKey("S2", "Cm", "q1", 0), REPLY, GOLD, RESOLVER, tool_calls=[recall.model_dump()]
+    )
+    assert record.path == "R_tool" and record.tool_calls[0].name == "artifact_recall"
