@@ -142,16 +142,19 @@ async def collect_replies(
     parser = "native" if backbone.tool_mode == "native" else backbone.profile.parser
     records = []
     for prompt in prompts:
-        base = {"model": backbone.model, "parser": parser, "prompt_id": prompt.id,
-                "variant": prompt.variant}
+        record = ReplyRecord(model=backbone.model, parser=parser, prompt_id=prompt.id,
+                             variant=prompt.variant)
         try:
             completion = await backbone.complete(prompt.messages(), tools)
         except ProviderError as exc:
             log.warning("compliance_provider_error", model=backbone.model, kind=exc.kind)
-            record = ReplyRecord(**base, provider_error=str(exc))
+            record = record.model_copy(update={"provider_error": str(exc)})
         else:
-            record = ReplyRecord(**base, text=completion.text, truncated=completion.truncated,
-                                 native_tool_calls=completion.native_tool_calls)
+            record = record.model_copy(update={
+                "text": completion.text,
+                "truncated": completion.truncated,
+                "native_tool_calls": completion.native_tool_calls,
+            })
         records.append(record)
         if on_reply is not None:
             on_reply(record)

@@ -18,7 +18,6 @@ from runtime.parsers.validation import overall_label
 
 PYTHON_TAG = "<|python_tag|>"
 _START = re.compile(r"<\|python_tag\|>|\{\s*[\"'](?:name|type|function)[\"']\s*:")
-_SEPARATOR = re.compile(r"\s*;?\s*")
 
 
 class BareJsonParser:
@@ -54,7 +53,7 @@ class BareJsonParser:
         calls: list[ParsedCall] = []
         end = position
         while True:
-            position = _SEPARATOR.match(text, end).end()  # type: ignore[union-attr]
+            position = _skip_separators(text, end)
             if position >= len(text) or text[position] not in "{[":
                 return calls, end
             try:
@@ -64,3 +63,11 @@ class BareJsonParser:
                 calls.append(ParsedCall(label=label, raw=text[position:], error=str(exc)))
                 return calls, len(text)
             calls.extend(validate_json_calls(payload, tools, raw=text[position:end]))
+
+
+def _skip_separators(text: str, position: int) -> int:
+    """Past whitespace and at most one ``;`` between calls."""
+    stripped = text[position:].lstrip()
+    if stripped.startswith(";"):
+        stripped = stripped[1:].lstrip()
+    return len(text) - len(stripped)

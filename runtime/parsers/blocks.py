@@ -51,7 +51,7 @@ def find_blocks(text: str, open_marker: str, close_marker: str) -> list[Block]:
 class TaggedBlockParser:
     """Base of the marker-delimited families; subclasses set the markers and ``parse_body``."""
 
-    family: ClassVar[str]
+    family: str
     open_marker: ClassVar[str]
     close_marker: ClassVar[str]
     stray_markers: ClassVar[tuple[str, ...]] = ()

@@ -59,7 +59,7 @@ def detect_pseudo_tool(text: str, tools: Sequence[ToolSpec]) -> tuple[str, ...]:
         match = pattern.search(text)
         if match is not None:
             found.append((match.start(), kind))
-    call = _tool_name_pattern(tools, r"\s*\(")
+    call = _tool_name_pattern(tools, r"\(")
     if call is not None and (match := call.search(text)) is not None:
         found.append((match.start(), "tool_name_call"))
     return tuple(kind for _, kind in sorted(found))

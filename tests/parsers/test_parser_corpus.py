@@ -212,6 +212,9 @@ CASES: tuple[Case, ...] = (
     Case(id="prose-mentioning-tool-is-no-call", family="hermes",
          text="I could use artifact_recall but the answer is already above.",
          overall="no_call", labels=()),
+    Case(id="prose-tool-name-then-space-paren-is-no-call", family="hermes",
+         text="I searched with artifact_recall (the memory tool) and found nothing.",
+         overall="no_call", labels=()),
     Case(id="json-blob-in-hermes", family="hermes",
          text=f"Calling: {RECALL}", overall="pseudo_tool", labels=("pseudo_tool",)),
 )
