@@ -272,7 +272,9 @@ def _diagnostics(
     ds = 100.0 * (gc_d0 - gc_deep) / gc_d0 if gc_d0 and gc_deep is not None else None
     delta = (gc_post - gc_deep) / 100.0 if gc_post is not None and gc_deep is not None else None
     deep_ran = condition in states.get(roles.deep, {})
-    ret = 100.0 * cross.ret_kept / cross.ret_d0_correct if cross.ret_d0_correct and deep_ran else None
+    ret = (
+        100.0 * cross.ret_kept / cross.ret_d0_correct if cross.ret_d0_correct and deep_ran else None
+    )
     return Diagnostics(DS=ds, delta_comp=delta, Ret=ret, MI_d80k=metric(roles.deep, "MI"))
 
 

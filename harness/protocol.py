@@ -116,7 +116,9 @@ def parse_response(reply: str | None) -> ParseOutcome:
     return ParseOutcome(parsed=parsed, pf=reason is not None, pf_reason=reason)
 
 
-def _pf_reason(values: dict[str, str], answerable_raw: str | None, answerable: str | None) -> str | None:
+def _pf_reason(
+    values: dict[str, str], answerable_raw: str | None, answerable: str | None
+) -> str | None:
     missing = [name for name in _FIELDS if name not in values]
     if missing:
         return "missing field(s): " + ", ".join(missing)

@@ -146,6 +146,13 @@ def build_record(
     )
 
 
+def provider_error_record(key: RecordKey, gold: Gold, error: str, **extra: Any) -> ProbeRecord:
+    """The record of a probe whose backbone call failed after bounded retries (not a PF)."""
+    return ProbeRecord(
+        **key._asdict(), gold_answerable=gold.answerable, gold=gold, provider_error=error, **extra
+    )
+
+
 def rescore_record(record: ProbeRecord, resolver: SourceResolver | None) -> ProbeRecord:
     """The same record with its indicators recomputed from ``raw_output`` by the current scorer."""
     if record.provider_error is not None:
@@ -280,4 +287,3 @@ def rewrite_records(path: str | os.PathLike[str], records: Iterable[ProbeRecord]
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, target)
-

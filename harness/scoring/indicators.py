@@ -69,9 +69,7 @@ def _flag(condition: bool) -> Indicator:
     return 1 if condition else 0
 
 
-def score_outcome(
-    outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | None
-) -> ProbeScore:
+def score_outcome(outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | None) -> ProbeScore:
     """Indicators of one parsed reply against its gold annotation."""
     if outcome.pf:
         return ProbeScore(outcome=outcome)

@@ -66,9 +66,7 @@ class Quantity:
 def fold_text(text: str) -> str:
     """NFKC, case-folded, punctuation and symbols removed, whitespace collapsed."""
     normal = unicodedata.normalize("NFKC", text).casefold()
-    kept = "".join(
-        " " if unicodedata.category(ch)[0] in _PUNCT_OR_SYMBOL else ch for ch in normal
-    )
+    kept = "".join(" " if unicodedata.category(ch)[0] in _PUNCT_OR_SYMBOL else ch for ch in normal)
     return " ".join(kept.split())
 
 

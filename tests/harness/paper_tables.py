@@ -80,7 +80,6 @@ CELLS: dict[tuple[str, str], Cell] = {
     ("Gemma-3-27B", "S1-d50k"): Cell(100, 100, 0, 0, 71, 45, 34, 86, 112),
     ("Gemma-3-27B", "S1-d80k"): Cell(100, 100, 1, 0, 70, 38, 29, 82, 114),
     ("Gemma-3-27B", "S2"): Cell(100, 100, 0, 0, 65, 43, 29, 88, 108),
-
 }
 
 # Table 1 as printed: AC SC VC GC HR WS (percent) and PF (count).
@@ -171,7 +170,9 @@ def answerable_gold(index: int) -> Gold:
     source = ARTIFACTS[index % len(ARTIFACTS)]
     if source.startswith("ui_"):
         return Gold(answerable="YES", source=source, answer=f"user{index}", answer_type="string")
-    return Gold(answerable="YES", source=source, answer=f"{10 * index + 7}.4", answer_type="numeric")
+    return Gold(
+        answerable="YES", source=source, answer=f"{10 * index + 7}.4", answer_type="numeric"
+    )
 
 
 def unanswerable_gold(index: int) -> Gold:
@@ -277,7 +278,10 @@ def _answerable_probes(model: str, state: str, correct: list[int]) -> list[Probe
     rest = sorted(set(range(N_QUESTIONS)) - set(correct))
     sc_only, rest = rest[: cell.s - cell.g], rest[cell.s - cell.g :]
     vc_only, rest = rest[: cell.v - cell.g], rest[cell.v - cell.g :]
-    neither, rest = rest[: cell.a - cell.s - cell.v + cell.g], rest[cell.a - cell.s - cell.v + cell.g :]
+    neither, rest = (
+        rest[: cell.a - cell.s - cell.v + cell.g],
+        rest[cell.a - cell.s - cell.v + cell.g :],
+    )
     failed = rest[: cell.pf_a]
     claims_yes = set(correct) | set((sc_only + vc_only + neither)[: yes_a - cell.g])
     both = sorted(set(correct_sets(model)["S1-d0"]) & set(correct_sets(model)["S1-d80k"]))
@@ -285,10 +289,17 @@ def _answerable_probes(model: str, state: str, correct: list[int]) -> list[Probe
     probes = []
     for index in (*correct, *sc_only, *vc_only, *neither):
         gold = answerable_gold(index)
-        source_ok, value_ok = index in correct or index in sc_only, index in correct or index in vc_only
+        source_ok, value_ok = (
+            index in correct or index in sc_only,
+            index in correct or index in vc_only,
+        )
         src = _right_source(gold, index) if source_ok else _wrong_source(gold, index)
         if index in both and state in ("S1-d0", "S1-d80k"):
-            src = f"artifacts/{gold.source}.png" if state == "S1-d80k" and index in drifted else str(gold.source)
+            src = (
+                f"artifacts/{gold.source}.png"
+                if state == "S1-d80k" and index in drifted
+                else str(gold.source)
+            )
         ans = _correct_value(gold, index) if value_ok else _wrong_value(gold, index)
         z = "YES" if index in claims_yes else "NO"
         probes.append(Probe(state, f"a{index:03d}", gold, reply(z, src, ans, index)))

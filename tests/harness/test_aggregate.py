@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from harness.aggregate import StateRoles, aggregate
-from harness.records import ProbeRecord, RecordKey, ToolCallRecord, build_record
+from harness.records import (
+    ProbeRecord,
+    RecordKey,
+    ToolCallRecord,
+    build_record,
+    provider_error_record,
+)
 from harness.scoring import Gold, KnownIdResolver
 
 GOLD_YES = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
@@ -19,9 +25,15 @@ PF = "the answer is 42"
 
 
 def rec(
-    state: str, question: str, reply: str, *, cond: str = "C0", repeat: int = 0, gold: Gold = GOLD_YES,
+    state: str,
+    question: str,
+    reply: str,
+    *,
+    cond: str = "C0",
+    repeat: int = 0,
+    gold: Gold = GOLD_YES,
     tool: bool = False,
-) -> ProbeRecord:  # fmt: skip
+) -> ProbeRecord:
     calls = [ToolCallRecord(name="artifact_recall", executed=True).model_dump()] if tool else []
     key = RecordKey(state, cond, question, repeat)
     return build_record(key, reply, gold, RESOLVER, tool_calls=calls)
@@ -35,19 +47,16 @@ def test_denominators_and_mirage_index() -> None:
         rec("S1-d0", "a4", PF),
         rec("S1-d0", "u1", REFUSAL, gold=GOLD_NO),
         rec("S1-d0", "u2", "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=12", gold=GOLD_NO, tool=True),
-        ProbeRecord(
-            state="S1-d0", condition="C0", question_id="a5", repeat=0, gold_answerable="YES",
-            gold=GOLD_YES, provider_error="timeout",
-        ),  # fmt: skip
+        provider_error_record(RecordKey("S1-d0", "C0", "a5", 0), GOLD_YES, "timeout"),
     ]
     cell = aggregate(records).states["S1-d0"]["C0"]
     assert cell.n == 6 and cell.PF == 1
-    assert cell.AC == pytest.approx(100.0)  # 5 parsed: 3 YES on answerable, 2 NO on unanswerable
-    assert cell.SC == pytest.approx(100 / 3) and cell.VC == pytest.approx(200 / 3)
-    assert cell.GC == pytest.approx(100 / 3) and cell.WS == pytest.approx(200 / 3)
-    assert cell.OG == pytest.approx(100 / 3)
-    assert cell.HR == pytest.approx(50.0)
-    assert cell.MI == pytest.approx(50.0)  # 2 mirages over 4 recorded answerable (PF counts 0)
+    assert pytest.approx(100.0) == cell.AC  # 5 parsed: 3 YES on answerable, 2 NO on unanswerable
+    assert pytest.approx(100 / 3) == cell.SC and pytest.approx(200 / 3) == cell.VC
+    assert pytest.approx(100 / 3) == cell.GC and pytest.approx(200 / 3) == cell.WS
+    assert pytest.approx(100 / 3) == cell.OG
+    assert pytest.approx(50.0) == cell.HR
+    assert pytest.approx(50.0) == cell.MI  # 2 mirages over 4 recorded answerable (PF counts 0)
     assert cell.R_tool == pytest.approx(100 / 6)
     detail = aggregate(records).cells["S1-d0"]["C0"]
     assert detail.provider_errors == 1 and detail.recorded_answerable == 4
@@ -63,7 +72,7 @@ def test_repeats_pool_and_spread() -> None:
     records = [rec("S1-d0", f"a{i}", GROUNDED, repeat=0) for i in range(4)]
     records += [rec("S1-d0", f"a{i}", GROUNDED if i < 2 else REFUSAL, repeat=1) for i in range(4)]
     agg = aggregate(records)
-    assert agg.states["S1-d0"]["C0"].GC == pytest.approx(75.0)
+    assert pytest.approx(75.0) == agg.states["S1-d0"]["C0"].GC
     spread = agg.cells["S1-d0"]["C0"].repeats["GC"]
     assert spread is not None
     assert spread.values == [100.0, 50.0] and spread.mean == 75.0
@@ -90,7 +99,7 @@ def test_cross_state_diagnostics() -> None:
     )
     agg = aggregate(records)
     diagnostics = agg.diagnostics["C0"]
-    assert diagnostics.DS == pytest.approx(100 * (100 - 200 / 3) / 100)
+    assert pytest.approx(100 * (100 - 200 / 3) / 100) == diagnostics.DS
     assert diagnostics.delta_comp == pytest.approx(0.75 - 2 / 3)
     assert diagnostics.Ret == pytest.approx(50.0)
     assert diagnostics.MI_d80k == pytest.approx(25.0)
@@ -127,7 +136,7 @@ def test_custom_state_roles_and_order() -> None:
     roles = StateRoles(d0="early", mid="unused", deep="late", post="custom-x")
     agg = aggregate(records, roles)
     assert list(agg.states) == ["early", "late", "custom-x"]
-    assert agg.diagnostics["C0"].DS == pytest.approx(100.0)
+    assert pytest.approx(100.0) == agg.diagnostics["C0"].DS
     assert agg.diagnostics["C0"].delta_comp == pytest.approx(1.0)
 
 

@@ -45,14 +45,14 @@ def test_table1_every_cell(aggregates: dict[str, Aggregate], model: str) -> None
         for column in TABLE1_COLUMNS[:-1]:
             value = getattr(cell, column)
             assert value == pytest.approx(printed[column], abs=PRINTED), (state, column)
-        assert cell.PF == printed["PF"], state
+        assert printed["PF"] == cell.PF, state
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_table2_diagnostics(aggregates: dict[str, Aggregate], model: str) -> None:
     ds, delta_comp, ret, mi_d80k, *og = TABLE2[model]
     diagnostics = aggregates[model].diagnostics["C0"]
-    assert diagnostics.DS == pytest.approx(ds, abs=PRINTED)
+    assert pytest.approx(ds, abs=PRINTED) == diagnostics.DS
     digits = 3 if model == "Gemma-3-27B" else 2
     assert diagnostics.delta_comp == pytest.approx(delta_comp, abs=0.5 * 10**-digits + 1e-9)
     assert diagnostics.Ret == pytest.approx(ret, abs=PRINTED)
@@ -70,7 +70,10 @@ def test_table2_diagnostics(aggregates: dict[str, Aggregate], model: str) -> Non
 
 
 def test_headline_examples(aggregates: dict[str, Aggregate]) -> None:
-    gpt5, qwen8b = aggregates["GPT-5"].diagnostics["C0"], aggregates["Qwen3-VL-8B"].diagnostics["C0"]
+    gpt5, qwen8b = (
+        aggregates["GPT-5"].diagnostics["C0"],
+        aggregates["Qwen3-VL-8B"].diagnostics["C0"],
+    )
     assert round(gpt5.DS or 0, 1) == 3.4
     assert round(gpt5.delta_comp or 0, 2) == 0.02
     assert round(qwen8b.DS or 0, 1) == 74.2
@@ -78,9 +81,11 @@ def test_headline_examples(aggregates: dict[str, Aggregate]) -> None:
 
 
 def test_mirage_index_figure3(aggregates: dict[str, Aggregate]) -> None:
-    assert aggregates["InternVL3.5-20B"].states["S2"]["C0"].MI == pytest.approx(70.0)
-    assert aggregates["Gemma-3-27B"].states["S2"]["C0"].MI == pytest.approx(67.0)
-    assert all(round((aggregates["GPT-5"].states[s]["C0"].OG or 0) / 100, 2) <= 0.01 for s in STATES)
+    assert pytest.approx(70.0) == aggregates["InternVL3.5-20B"].states["S2"]["C0"].MI
+    assert pytest.approx(67.0) == aggregates["Gemma-3-27B"].states["S2"]["C0"].MI
+    assert all(
+        round((aggregates["GPT-5"].states[s]["C0"].OG or 0) / 100, 2) <= 0.01 for s in STATES
+    )
 
 
 def test_transitions_figure4(aggregates: dict[str, Aggregate]) -> None:
@@ -89,9 +94,10 @@ def test_transitions_figure4(aggregates: dict[str, Aggregate]) -> None:
     assert gpt5.transitions["✓✓✓"] == 76
     assert aggregates["Qwen3-VL-8B"].cross_state["C0"].transitions["✓×✓"] == 26
     for agg in aggregates.values():
-        assert sum(agg.cross_state["C0"].transitions.values()) == agg.cross_state[
-            "C0"
-        ].transitions_shared
+        assert (
+            sum(agg.cross_state["C0"].transitions.values())
+            == agg.cross_state["C0"].transitions_shared
+        )
 
 
 def test_retention_counts_section_421(aggregates: dict[str, Aggregate]) -> None:

@@ -48,7 +48,10 @@ def test_answer_keeps_inner_text() -> None:
         ("The answer is 42.", "missing field(s): ANSWERABLE, SOURCE, ANSWER"),
         ("ANSWERABLE=YES\nSOURCE=chart_1", "missing field(s): ANSWER"),
         ("ANSWERABLE=YES\nSOURCE=\nANSWER=42", "empty field(s): SOURCE"),
-        ("ANSWERABLE=MAYBE\nSOURCE=chart_1\nANSWER=42", "ANSWERABLE must be YES or NO, got 'MAYBE'"),
+        (
+            "ANSWERABLE=MAYBE\nSOURCE=chart_1\nANSWER=42",
+            "ANSWERABLE must be YES or NO, got 'MAYBE'",
+        ),
         ("<think>ANSWERABLE=YES\nSOURCE=a\nANSWER=1</think>", "missing field(s)"),
     ],
 )
@@ -82,5 +85,8 @@ def test_prompt_reply_round_trip() -> None:
     """The format the prompt asks for is exactly what the parser accepts."""
     prompt = probe_prompt("Q?", "C0")
     lines = [line for line in prompt.splitlines() if "=" in line]
-    filled = "\n".join(line.split("=")[0] + "=" + value for line, value in zip(lines, ["NO", "NONE", "NONE"], strict=True))
+    filled = "\n".join(
+        line.split("=")[0] + "=" + value
+        for line, value in zip(lines, ["NO", "NONE", "NONE"], strict=True)
+    )
     assert not parse_response(filled).pf

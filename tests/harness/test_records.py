@@ -18,6 +18,7 @@ from harness.records import (
     ResultsLogError,
     ToolCallRecord,
     build_record,
+    provider_error_record,
     read_records,
     rescore_record,
     retrieval_path,
@@ -79,7 +80,9 @@ def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
 
 def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    path.write_text(_record(0).model_dump_json() + "\n{not json}\n" + _record(1).model_dump_json() + "\n")
+    path.write_text(
+        _record(0).model_dump_json() + "\n{not json}\n" + _record(1).model_dump_json() + "\n"
+    )
     with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
         read_records(path)
 
@@ -119,7 +122,10 @@ def test_resume_after_kill_9(tmp_path: Path) -> None:
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
     child = subprocess.Popen(
         [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True, env=env
     )
@@ -166,10 +172,8 @@ def test_rescore_needs_gold() -> None:
 
 
 def test_provider_errors_are_not_rescored() -> None:
-    record = ProbeRecord(
-        state="S2", condition="Cm", question_id="q1", repeat=0, gold_answerable="YES",
-        gold=GOLD, provider_error="rate_limit: 429 after 3 retries",
-    )  # fmt: skip
+    key = RecordKey("S2", "Cm", "q1", 0)
+    record = provider_error_record(key, GOLD, "rate_limit: 429 after 3 retries", latency_s=3.0)
     assert rescore_record(record, RESOLVER) == record
     assert not record.scored
 

@@ -68,7 +68,9 @@ def test_numeric_rules(predicted: str, gold: str, expected: bool) -> None:
         ("1011", "1000", None, False),
     ],
 )
-def test_numeric_tolerance(predicted: str, gold: str, tolerance: float | None, expected: bool) -> None:
+def test_numeric_tolerance(
+    predicted: str, gold: str, tolerance: float | None, expected: bool
+) -> None:
     assert value_matches(predicted, gold, "numeric", tolerance=tolerance) is expected
 
 
@@ -177,7 +179,11 @@ def test_workspace_resolver_satisfies_the_protocol(tmp_path: Path) -> None:
     (tmp_path / "memory" / "2024-05-01.md").write_text("# GDP\nSee chart_3f9a1c20 for GDP.\n")
     workspace = workspace_module.Workspace.open(tmp_path)
     gold = Gold(answerable="YES", source="chart_3f9a1c20", answer="516.4", answer_type="numeric")
-    for source in ("artifacts/chart_3f9a1c20.png", "chart_3f9a1c20.png", "memory/2024-05-01.md#gdp"):
+    for source in (
+        "artifacts/chart_3f9a1c20.png",
+        "chart_3f9a1c20.png",
+        "memory/2024-05-01.md#gdp",
+    ):
         score = score_reply(f"ANSWERABLE=YES\nSOURCE={source}\nANSWER=516.4", gold, workspace)
         assert (score.canonical_source, score.SC, score.GC) == ("chart_3f9a1c20", 1, 1), source
 

@@ -1,0 +1,92 @@
+"""Harness scoring-side overhead per probe: parse + score, durable record append, aggregation,
+report writing.
+
+The probe replies are the 5,570 replies built to match the paper's Table 1 for seven models
+(``tests/harness/paper_tables.py``), cycled to the requested count.
+
+    python benchmarks/bench_scoring.py [--probes 5000]
+
+Prints a table and writes benchmarks/results/scoring.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from itertools import cycle, islice
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for tests.harness.paper_tables
+
+from harness.aggregate import aggregate  # noqa: E402
+from harness.records import RecordKey, ResultsLog, build_record, read_records  # noqa: E402
+from harness.report import write_report  # noqa: E402
+from harness.scoring import KnownIdResolver, score_reply  # noqa: E402
+from tests.harness.paper_tables import ARTIFACTS, MODELS, Probe, build_probes  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "scoring.json"
+
+
+def _probes(count: int) -> list[Probe]:
+    everything = [probe for model in MODELS for probe in build_probes(model)]
+    return list(islice(cycle(everything), count))
+
+
+def _timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def run(count: int) -> dict[str, float | int | str]:
+    resolver = KnownIdResolver(ARTIFACTS)
+    probes = _probes(count)
+    score_times = [_timed(partial(score_reply, p.raw_output, p.gold, resolver)) for p in probes]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "results.jsonl"
+        append_times = []
+        with ResultsLog(path) as results:
+            for repeat, probe in enumerate(probes):
+                key = RecordKey(probe.state, "C0", probe.question_id, repeat)
+                record = build_record(key, probe.raw_output, probe.gold, resolver)
+                append_times.append(_timed(partial(results.append, record)))
+        read_s = _timed(lambda: read_records(path))
+        records = read_records(path)
+        aggregate_s = _timed(lambda: aggregate(records))
+        reopen_s = _timed(lambda: ResultsLog(path).close())
+        report_s = _timed(lambda: write_report(Path(tmp), records))
+    return {
+        "probes": count,
+        "parse_score_us_p50": 1e6 * statistics.median(score_times),
+        "parse_score_us_p95": 1e6 * sorted(score_times)[int(0.95 * len(score_times))],
+        "append_fsync_ms_p50": 1e3 * statistics.median(append_times),
+        "append_fsync_ms_p95": 1e3 * sorted(append_times)[int(0.95 * len(append_times))],
+        "read_all_s": read_s,
+        "resume_open_s": reopen_s,
+        "aggregate_s": aggregate_s,
+        "report_with_figures_s": report_s,
+        "machine": f"{platform.machine()} {platform.python_version()}",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--probes", type=int, default=5000)
+    result = run(parser.parse_args().probes)
+    for name, value in result.items():
+        print(f"{name:24} {value:.3f}" if isinstance(value, float) else f"{name:24} {value}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The run report: ``summary.json``, ``details.json``, ``report.md`` and PNG figures.
+
+Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.aggregate`` over the
+records of ``DIR/results.jsonl``. ``summary.json`` has exactly the shape of issue 7; everything
+else a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
+``details.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from harness.aggregate import Aggregate, StateRoles, aggregate
+from harness.records import ProbeRecord, read_records
+from harness.report import tables
+from harness.report.figures import FIGURES
+
+SUMMARY_FILE = "summary.json"
+DETAILS_FILE = "details.json"
+REPORT_FILE = "report.md"
+FIGURES_DIR = "figures"
+
+
+class ReportFiles(BaseModel):
+    summary: Path
+    details: Path
+    report: Path
+    figures: list[Path]
+    aggregate: Aggregate
+
+
+def _write_json(path: Path, payload: object) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+def details(agg: Aggregate) -> dict[str, object]:
+    dumped = agg.model_dump(mode="json")
+    return {k: dumped[k] for k in ("roles", "cells", "cross_state", "deltas")}
+
+
+def render_markdown(agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report") -> str:
+    roles = agg.roles
+    sections = [
+        f"# {title}",
+        "All metrics are computed from the indicator fields of `results.jsonl` "
+        "(definitions: docs/metrics.md). Percentages pool all repeats; PF and n are counts.",
+        "## Table 1 — metrics per state and condition",
+        "AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over parsed "
+        "unanswerable probes; MI over all recorded answerable probes (PF counts as 0); "
+        "OG = VC − GC (points); R_tool over all recorded probes.",
+        tables.table1(agg),
+        "## Table 2 — cross-state diagnostics",
+        f"DS = 100·(GC[{roles.d0}] − GC[{roles.deep}])/GC[{roles.d0}]; "
+        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}] (proportion); Ret = share of "
+        f"{roles.d0}-correct probes still correct at {roles.deep}; MI_d80k = MI at {roles.deep} "
+        "(percent); OG as proportions.",
+        tables.table2(agg),
+        "## Wilson 95% intervals (pooled counts)",
+        tables.intervals_table(agg),
+        "## Mean ± SD over repeats",
+        tables.repeats_table(agg),
+        f"## Grounding transitions {roles.d0} → {roles.deep} → {roles.post}",
+        "Answerable probes recorded in all three states; ✓ grounded (GC=1), × not grounded or PF.",
+        tables.transitions_table(agg),
+        f"## Retention and source drift {roles.d0} → {roles.deep}",
+        tables.drift_table(agg),
+        "## Retrieval-path composition",
+        tables.paths_table(agg),
+        "## Cm − C0 (percentage points)",
+        tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
+        "## Figures",
+        "\n".join(f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures) or "None.",
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def write_report(
+    directory: str | os.PathLike[str],
+    records: Iterable[ProbeRecord] | None = None,
+    roles: StateRoles | None = None,
+) -> ReportFiles:
+    """Aggregate ``directory``'s results (or the given records) and write every report file."""
+    out = Path(directory)
+    agg = aggregate(records if records is not None else read_records(out), roles)
+    out.mkdir(parents=True, exist_ok=True)
+    figure_dir = out / FIGURES_DIR
+    figure_dir.mkdir(exist_ok=True)
+    figures = [
+        draw(agg, figure_dir / name)
+        for name, draw in FIGURES.items()
+        if name != "cm_minus_c0.png" or agg.deltas
+    ]
+    files = ReportFiles(
+        summary=out / SUMMARY_FILE,
+        details=out / DETAILS_FILE,
+        report=out / REPORT_FILE,
+        figures=figures,
+        aggregate=agg,
+    )
+    _write_json(files.summary, agg.summary())
+    _write_json(files.details, details(agg))
+    files.report.write_text(render_markdown(agg, figures), encoding="utf-8")
+    return files

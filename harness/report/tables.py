@@ -1,0 +1,132 @@
+"""Markdown tables shaped like the paper's Tables 1, 2 and 9, plus diagnostics tables.
+
+Above: the report writer and the CLI (which prints Table 1). Below: an ``Aggregate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.aggregate import DELTA_METRICS, Aggregate
+
+DASH = "—"
+TABLE1_COLUMNS = ("AC", "SC", "VC", "GC", "HR", "WS", "PF", "MI", "OG", "R_tool", "n")
+
+
+def fmt(value: float | int | None, digits: int = 1, signed: bool = False) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def fmt_delta_comp(value: float | None) -> str:
+    """Two decimals as in Table 2; three when two would round a non-zero change to zero."""
+    if value is None:
+        return DASH
+    digits = 3 if value != 0 and abs(value) < 0.005 else 2
+    return fmt(value, digits, signed=True)
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def table1(agg: Aggregate) -> str:
+    """State x condition metrics; percentages except PF and n (counts)."""
+    rows = []
+    for state, conds in agg.states.items():
+        for cond, cell in conds.items():
+            values = cell.model_dump()
+            rows.append([cond, state, *(fmt(values[c]) for c in TABLE1_COLUMNS)])
+    return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
+
+
+def table2(agg: Aggregate) -> str:
+    """Cross-state diagnostics: DS, Ret, MI_d80k in percent; delta_comp and OG as proportions."""
+    states = list(agg.states)
+    rows = []
+    for cond, diag in agg.diagnostics.items():
+        ogs = [agg.states[s].get(cond) for s in states]
+        og_cells = [fmt(None if c is None or c.OG is None else c.OG / 100, 2) for c in ogs]
+        diagnostics = [fmt(diag.DS), fmt_delta_comp(diag.delta_comp), fmt(diag.Ret)]
+        rows.append([cond, *diagnostics, fmt(diag.MI_d80k), *og_cells])
+    header = ["Cond.", "DS", "Δcomp", "Ret", "MI_d80k", *(f"OG {s}" for s in states)]
+    return markdown_table(header, rows)
+
+
+def intervals_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "SC", "HR")) -> str:
+    """Wilson 95% intervals (Table 9 shape) for the headline metrics of every cell."""
+    rows = []
+    for state, conds in agg.cells.items():
+        for cond, detail in conds.items():
+            for metric in metrics:
+                interval = detail.intervals.get(metric)
+                if interval is None:
+                    continue
+                rows.append(
+                    [
+                        f"{cond} {metric}, {state}",
+                        f"{interval.k}/{interval.n}",
+                        f"{interval.rate:.1f}%",
+                        f"[{interval.low:.1f}, {interval.high:.1f}]",
+                    ]
+                )
+    return markdown_table(["Cell", "Count", "Rate", "95% CI"], rows)
+
+
+def repeats_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "MI")) -> str:
+    """Mean ± sample SD over repeats."""
+    rows = []
+    for state, conds in agg.cells.items():
+        for cond, detail in conds.items():
+            cells = []
+            for metric in metrics:
+                s = detail.repeats.get(metric)
+                cells.append(
+                    DASH if s is None else f"{s.mean:.1f} ± {fmt(s.sd)} (n={len(s.values)})"
+                )
+            rows.append([cond, state, *cells])
+    return markdown_table(["Cond.", "State", *metrics], rows)
+
+
+def transitions_table(agg: Aggregate) -> str:
+    patterns = list(next(iter(agg.cross_state.values())).transitions) if agg.cross_state else []
+    rows = [
+        [cond, str(cross.transitions_shared), *(str(cross.transitions[p]) for p in patterns)]
+        for cond, cross in agg.cross_state.items()
+    ]
+    return markdown_table(["Cond.", "shared", *patterns], rows)
+
+
+def drift_table(agg: Aggregate) -> str:
+    rows = [
+        [
+            cond,
+            f"{c.ret_kept}/{c.ret_d0_correct}",
+            f"{c.drift_changed}/{c.drift_both_correct}",
+            fmt(c.source_drift),
+        ]
+        for cond, c in agg.cross_state.items()
+    ]
+    return markdown_table(["Cond.", "kept (Ret)", "source changed", "drift %"], rows)
+
+
+def paths_table(agg: Aggregate) -> str:
+    rows = [
+        [cond, state, fmt(d.path["R_context"]), fmt(d.path["R_tool"])]
+        for state, conds in agg.cells.items()
+        for cond, d in conds.items()
+    ]
+    return markdown_table(["Cond.", "State", "R_context %", "R_tool %"], rows)
+
+
+def deltas_table(agg: Aggregate) -> str:
+    rows = [
+        [state, *(fmt(deltas[m], signed=True) for m in DELTA_METRICS)]
+        for state, deltas in agg.deltas.items()
+    ]
+    return markdown_table(["State", *(f"Δ{m}" for m in DELTA_METRICS)], rows)
