@@ -177,7 +177,9 @@ class Agent:
             record.parse_outcomes.append(parsed.overall)
             calls = parsed.executable_calls(f"call-{len(self.session.messages)}")
             self.session.append(
-                AssistantMessage(content=parsed.content, tool_calls=tuple(calls), raw=completion.text)
+                AssistantMessage(
+                    content=parsed.content, tool_calls=tuple(calls), raw=completion.text
+                )
             )
             if not calls:
                 self._record_unexecuted(record, parsed, round_index)
@@ -192,8 +194,13 @@ class Agent:
     def _record_unexecuted(self, record: TurnRecord, parsed: ParseResult, round_index: int) -> None:
         for call in parsed.calls:
             record.tool_calls.append(
-                ToolCallRecord(round=round_index, label=call.label, name=call.name,
-                               arguments=dict(call.arguments), error=call.error)
+                ToolCallRecord(
+                    round=round_index,
+                    label=call.label,
+                    name=call.name,
+                    arguments=dict(call.arguments),
+                    error=call.error,
+                )
             )
 
     async def _execute(self, record: TurnRecord, parsed: ParseResult, round_index: int) -> None:
@@ -201,8 +208,13 @@ class Agent:
         assert isinstance(message, AssistantMessage)
         executable = iter(message.tool_calls)
         for call in parsed.calls:
-            entry = ToolCallRecord(round=round_index, label=call.label, name=call.name,
-                                   arguments=dict(call.arguments), error=call.error)
+            entry = ToolCallRecord(
+                round=round_index,
+                label=call.label,
+                name=call.name,
+                arguments=dict(call.arguments),
+                error=call.error,
+            )
             if call.executable:
                 tool_call = next(executable)
                 started = time.perf_counter()
@@ -211,11 +223,19 @@ class Agent:
                 record.tools_s += entry.latency_s
                 entry.executed, entry.result, entry.is_error = True, outcome.text, outcome.is_error
                 self.session.append(
-                    ToolResultMessage(tool_call_id=tool_call.id, name=tool_call.name,
-                                      content=outcome.text, is_error=outcome.is_error)
+                    ToolResultMessage(
+                        tool_call_id=tool_call.id,
+                        name=tool_call.name,
+                        content=outcome.text,
+                        is_error=outcome.is_error,
+                    )
                 )
-                log.info("tool_call", tool=tool_call.name, is_error=outcome.is_error,
-                         latency_s=round(entry.latency_s, 4))
+                log.info(
+                    "tool_call",
+                    tool=tool_call.name,
+                    is_error=outcome.is_error,
+                    latency_s=round(entry.latency_s, 4),
+                )
             record.tool_calls.append(entry)
 
     async def complete(self, purpose: CallPurpose, record: TurnRecord | None = None) -> Completion:
@@ -226,13 +246,19 @@ class Agent:
                 completion = await self.backbone.complete(self.active_context(), self.tools)
             except ProviderError as error:
                 recoverable = error.kind == "context_length" and attempt < MAX_OVERFLOW_RETRIES
-                if recoverable and self.policy is not None and await self.policy.on_overflow(
-                    self, error
+                if (
+                    recoverable
+                    and self.policy is not None
+                    and await self.policy.on_overflow(self, error)
                 ):
                     continue
                 raise
-            self.session.ledger.record(completion.usage, model=completion.model,
-                                       purpose=purpose, latency_s=completion.latency_s)
+            self.session.ledger.record(
+                completion.usage,
+                model=completion.model,
+                purpose=purpose,
+                latency_s=completion.latency_s,
+            )
             if record is not None:
                 record.usage.append(completion.usage)
                 record.backbone_s += completion.latency_s

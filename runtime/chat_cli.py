@@ -18,17 +18,26 @@ def chat(
     workspace: Annotated[
         Path, typer.Option(help="Workspace served to the agent by the memory server")
     ] = DEFAULT_WORKSPACE,
-    no_tools: Annotated[bool, typer.Option("--no-tools", help="Chat without the memory server")] = False,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server")] = None,
-    context_window: Annotated[int | None, typer.Option(help="Cap the effective context window")] = None,
+    no_tools: Annotated[
+        bool, typer.Option("--no-tools", help="Chat without the memory server")
+    ] = False,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option(help="Cap the effective context window")
+    ] = None,
     max_output_tokens: Annotated[int, typer.Option(help="Reply budget per backbone call")] = 256,
 ) -> None:
     """Talk to the agent: tool calls and the EIT/compaction status line are shown after each
     reply. Type /exit (or Ctrl-D) to leave."""
     from runtime.session import AgentConfig
 
-    config = AgentConfig(model=model or "local/smollm2-135m", context_window=context_window,
-                         max_output_tokens=max_output_tokens)
+    config = AgentConfig(
+        model=model or "local/smollm2-135m",
+        context_window=context_window,
+        max_output_tokens=max_output_tokens,
+    )
     asyncio.run(_chat(config, None if no_tools else workspace, api_base))
 
 

@@ -14,7 +14,10 @@ import runtime  # noqa: F401  (offline defaults before anything else)
 
 app = typer.Typer(
     name="mirage",
-    help="MIRAGE: does an agent ground its answers in earlier evidence, or only sound as if it does?",
+    help=(
+        "MIRAGE: does an agent ground its answers in earlier evidence, "
+        "or only sound as if it does?"
+    ),
     no_args_is_help=True,
     add_completion=False,
 )

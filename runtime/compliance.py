@@ -48,8 +48,13 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
     ("budget-line", "How much did we budget for travel in the 2024 plan spreadsheet?"),
 )
 FAILURE_LABELS: tuple[OutcomeLabel, ...] = (
-    "marker_bad_body", "wrong_shape", "truncated", "unknown_tool", "missing_required",
-    "unexpected_param", "type_error",
+    "marker_bad_body",
+    "wrong_shape",
+    "truncated",
+    "unknown_tool",
+    "missing_required",
+    "unexpected_param",
+    "type_error",
 )
 
 
@@ -142,19 +147,22 @@ async def collect_replies(
     parser = "native" if backbone.tool_mode == "native" else backbone.profile.parser
     records = []
     for prompt in prompts:
-        record = ReplyRecord(model=backbone.model, parser=parser, prompt_id=prompt.id,
-                             variant=prompt.variant)
+        record = ReplyRecord(
+            model=backbone.model, parser=parser, prompt_id=prompt.id, variant=prompt.variant
+        )
         try:
             completion = await backbone.complete(prompt.messages(), tools)
         except ProviderError as exc:
             log.warning("compliance_provider_error", model=backbone.model, kind=exc.kind)
             record = record.model_copy(update={"provider_error": str(exc)})
         else:
-            record = record.model_copy(update={
-                "text": completion.text,
-                "truncated": completion.truncated,
-                "native_tool_calls": completion.native_tool_calls,
-            })
+            record = record.model_copy(
+                update={
+                    "text": completion.text,
+                    "truncated": completion.truncated,
+                    "native_tool_calls": completion.native_tool_calls,
+                }
+            )
         records.append(record)
         if on_reply is not None:
             on_reply(record)
@@ -164,8 +172,14 @@ async def collect_replies(
 def judge(record: ReplyRecord, tools: Sequence[ToolSpec], *, adapters: bool) -> ReplyOutcome:
     if record.provider_error is not None:
         return ReplyOutcome(record=record, adapters=adapters, overall="provider_error")
-    result = parse_reply(record.text, tools, family=record.parser, adapters=adapters,
-                         truncated=record.truncated, native_calls=record.native_tool_calls)
+    result = parse_reply(
+        record.text,
+        tools,
+        family=record.parser,
+        adapters=adapters,
+        truncated=record.truncated,
+        native_calls=record.native_tool_calls,
+    )
     return ReplyOutcome(
         record=record,
         adapters=adapters,
@@ -227,16 +241,40 @@ async def run_compliance(
 
 
 def render_markdown(rows: Sequence[ComplianceRow]) -> str:
-    header = ["model", "parser", "adapters", "attempted", "ok", "adapted", "pseudo_tool",
-              "no_call", *FAILURE_LABELS, "provider_error", "executable", "share_executable",
-              "instructed", "plain"]
+    header = [
+        "model",
+        "parser",
+        "adapters",
+        "attempted",
+        "ok",
+        "adapted",
+        "pseudo_tool",
+        "no_call",
+        *FAILURE_LABELS,
+        "provider_error",
+        "executable",
+        "share_executable",
+        "instructed",
+        "plain",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        cells = [row.model, row.parser, "on" if row.adapters else "off", row.attempted, row.ok,
-                 row.adapted, row.pseudo_tool, row.no_call,
-                 *(row.failures[label] for label in FAILURE_LABELS), row.provider_error,
-                 row.executable, f"{row.share_executable:.0%}",
-                 f"{row.share_executable_instructed:.0%}", f"{row.share_executable_plain:.0%}"]
+        cells = [
+            row.model,
+            row.parser,
+            "on" if row.adapters else "off",
+            row.attempted,
+            row.ok,
+            row.adapted,
+            row.pseudo_tool,
+            row.no_call,
+            *(row.failures[label] for label in FAILURE_LABELS),
+            row.provider_error,
+            row.executable,
+            f"{row.share_executable:.0%}",
+            f"{row.share_executable_instructed:.0%}",
+            f"{row.share_executable_plain:.0%}",
+        ]
         lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

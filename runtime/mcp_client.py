@@ -46,20 +46,20 @@ class MCPServerConfig(BaseModel):
 def _transport(config: MCPServerConfig) -> Any:
     if config.command is not None:
         from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
 
-        params = StdioServerParameters(
+        return StdioServerParameters(
             command=config.command,
             args=config.args,
             env={**offline_env(), **config.env},
             cwd=config.cwd,
         )
-        return stdio_client(params)
-    import httpx
+    assert config.url is not None
+    if not config.headers:
+        return config.url
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    assert config.url is not None
-    client = httpx.AsyncClient(headers=config.headers, timeout=config.timeout_s)
+    client = httpx2.AsyncClient(headers=config.headers, timeout=config.timeout_s)
     return streamable_http_client(config.url, http_client=client)
 
 
@@ -94,8 +94,13 @@ class MCPToolset:
                 self._clients[server.name] = await stack.enter_async_context(client)
                 listed = await self._clients[server.name].list_tools()
                 for tool in listed.tools:
-                    self._specs.append(ToolSpec(name=tool.name, description=tool.description or "",
-                                                parameters=dict(tool.input_schema)))
+                    self._specs.append(
+                        ToolSpec(
+                            name=tool.name,
+                            description=tool.description or "",
+                            parameters=dict(tool.input_schema),
+                        )
+                    )
                     self._route[tool.name] = server.name
         except BaseException:
             await stack.aclose()
@@ -121,5 +126,8 @@ class MCPToolset:
         except Exception as exc:  # transport failure: an error outcome, not a crash
             log.warning("mcp_call_failed", tool=name, server=server, error=str(exc))
             return ToolOutcome(text=f"tool {name!r} failed: {exc}", is_error=True)
-        return ToolOutcome(text=result_text(result), is_error=bool(result.is_error),
-                           structured=result.structured_content)
+        return ToolOutcome(
+            text=result_text(result),
+            is_error=bool(result.is_error),
+            structured=result.structured_content,
+        )

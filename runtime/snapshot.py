@@ -9,7 +9,6 @@ fully independent ``Session`` and never touches the file. Writes are atomic and 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from pathlib import Path

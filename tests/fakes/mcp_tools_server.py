@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 LOG = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 FACTS = {"rent_2019": "1,240 EUR", "steps_record": "23,118"}
@@ -26,7 +27,7 @@ def lookup(key: str) -> str:
     """Look up a stored fact by key."""
     _log("lookup", {"key": key})
     if key not in FACTS:
-        raise ValueError(f"unknown key {key!r}")
+        raise ToolError(f"unknown key {key!r}")
     return FACTS[key]
 
 

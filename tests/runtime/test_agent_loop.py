@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,8 @@ from runtime.session import AgentConfig, Session
 SERVER = Path(__file__).parent.parent / "fakes" / "mcp_tools_server.py"
 
 
-@pytest.fixture
-async def toolset(tmp_path: Path) -> AsyncIterator[MCPToolset]:
+@asynccontextmanager
+async def tools_server(tmp_path: Path) -> AsyncIterator[MCPToolset]:
     config = MCPServerConfig(
         name="test", command=sys.executable, args=[str(SERVER), str(tmp_path / "calls.jsonl")]
     )
@@ -33,17 +34,19 @@ def _agent(backbone: ScriptedBackbone, toolset: MCPToolset | None, **config: obj
     return Agent(session, backbone, toolset)
 
 
-async def test_multi_round_tool_loop_over_stdio_mcp(toolset: MCPToolset, tmp_path: Path) -> None:
+async def test_multi_round_tool_loop_over_stdio_mcp(tmp_path: Path) -> None:
     backbone = ScriptedBackbone(
         [
-            'Let me check. <tool_call>{"name": "lookup", "arguments": {"key": "rent_2019"}}</tool_call>',
+            "Let me check. "
+            '<tool_call>{"name": "lookup", "arguments": {"key": "rent_2019"}}</tool_call>',
             '<tool_call>{"name": "add", "arguments": {"a": "2", "b": 3}}</tool_call>'
             '<tool_call>{"name": "lookup", "arguments": {"key": "nope"}}</tool_call>',
             "The rent in 2019 was 1,240 EUR.",
         ]
     )
-    agent = _agent(backbone, toolset)
-    record = await agent.turn("What was the rent in 2019?")
+    async with tools_server(tmp_path) as toolset:
+        agent = _agent(backbone, toolset)
+        record = await agent.turn("What was the rent in 2019?")
 
     assert record.reply == "The rent in 2019 was 1,240 EUR."
     assert record.rounds == 3
@@ -68,23 +71,23 @@ async def test_multi_round_tool_loop_over_stdio_mcp(toolset: MCPToolset, tmp_pat
     assert agent.session.ledger.current_eit == record.usage[-1].input_tokens
 
 
-async def test_unparseable_or_invalid_calls_are_recorded_not_executed(
-    toolset: MCPToolset, tmp_path: Path
-) -> None:
+async def test_unparseable_or_invalid_calls_are_recorded_not_executed(tmp_path: Path) -> None:
     backbone = ScriptedBackbone(
         ['<tool_call>{"name": "lookup", "arguments": {"colour": "red"}}</tool_call> done']
     )
-    record = await _agent(backbone, toolset).turn("hi")
+    async with tools_server(tmp_path) as toolset:
+        record = await _agent(backbone, toolset).turn("hi")
     assert record.parse_outcomes == ["missing_required"]
     assert record.tool_calls[0].executed is False
     assert record.reply == "done"
     assert not (tmp_path / "calls.jsonl").exists()
 
 
-async def test_tool_round_bound(toolset: MCPToolset) -> None:
+async def test_tool_round_bound(tmp_path: Path) -> None:
     call = '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 1}}</tool_call>'
     backbone = ScriptedBackbone([call, call, call])
-    record = await _agent(backbone, toolset, max_tool_rounds=2).turn("loop forever")
+    async with tools_server(tmp_path) as toolset:
+        record = await _agent(backbone, toolset, max_tool_rounds=2).turn("loop forever")
     assert record.stop_reason == "max_rounds"
     assert sum(c.executed for c in record.tool_calls) == 2
 
