@@ -25,14 +25,59 @@ from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.profiles import ToolPromptStyle, render_tool_call
 
 STYLES: dict[str, ToolPromptStyle] = {
-    "hermes": "hermes", "pythonic": "pythonic", "json": "json_schema", "internlm": "internlm",
-    "mistral": "mistral", "qwen3_xml": "qwen3_xml",
+    "hermes": "hermes",
+    "pythonic": "pythonic",
+    "json": "json_schema",
+    "internlm": "internlm",
+    "mistral": "mistral",
+    "qwen3_xml": "qwen3_xml",
 }
-WORDS = (
-    "the quarterly report shows revenue growth in the northern region while costs stayed "
-    "flat and the team expects the new contract to close before the end of the month so "
-    "I will look up the exact figures in the documents you shared earlier today"
-).split()
+WORDS = [
+    "the",
+    "quarterly",
+    "report",
+    "shows",
+    "revenue",
+    "growth",
+    "in",
+    "the",
+    "northern",
+    "region",
+    "while",
+    "costs",
+    "stayed",
+    "flat",
+    "and",
+    "the",
+    "team",
+    "expects",
+    "the",
+    "new",
+    "contract",
+    "to",
+    "close",
+    "before",
+    "the",
+    "end",
+    "of",
+    "the",
+    "month",
+    "so",
+    "I",
+    "will",
+    "look",
+    "up",
+    "the",
+    "exact",
+    "figures",
+    "in",
+    "the",
+    "documents",
+    "you",
+    "shared",
+    "earlier",
+    "today",
+]
 OUT = Path(__file__).parent / "results" / "parsers.json"
 
 
@@ -46,7 +91,10 @@ def prose(rng: random.Random, chars: int) -> str:
 def random_call(rng: random.Random) -> tuple[str, dict[str, Any]]:
     if rng.random() < 0.6:
         return "artifact_recall", {"query": prose(rng, rng.randint(15, 80)), "k": rng.randint(1, 9)}
-    return "artifact_get", {"ref": f"doc-{rng.randint(1, 999)}.pdf", "start_line": rng.randint(1, 50)}
+    return "artifact_get", {
+        "ref": f"doc-{rng.randint(1, 999)}.pdf",
+        "start_line": rng.randint(1, 50),
+    }
 
 
 def reply(rng: random.Random, style: ToolPromptStyle) -> str:
@@ -88,20 +136,36 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
     rows = []
-    cases = [(family, [reply(rng, style) for _ in range(args.replies)], False)
-             for family, style in STYLES.items()]
+    cases = [
+        (family, [reply(rng, style) for _ in range(args.replies)], False)
+        for family, style in STYLES.items()
+    ]
     pseudo = [pseudo_reply(rng) for _ in range(args.replies)]
     cases += [("hermes+pseudo-detect", pseudo, False), ("hermes+pseudo-adapt", pseudo, True)]
     for name, replies, adapters in cases:
         family = name.split("+")[0]
         rate = throughput(replies, family, adapters=adapters, seconds=args.seconds)
         mean_chars = statistics.mean(len(text) for text in replies)
-        rows.append({"parser": name, "replies_per_s": round(rate, 1),
-                     "mean_reply_chars": round(mean_chars), "replies": len(replies)})
+        rows.append(
+            {
+                "parser": name,
+                "replies_per_s": round(rate, 1),
+                "mean_reply_chars": round(mean_chars),
+                "replies": len(replies),
+            }
+        )
         print(f"{name:22s} {rate:10.0f} replies/s  (mean {mean_chars:.0f} chars)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                               "python": platform.python_version(), "results": rows}, indent=1))
+    OUT.write_text(
+        json.dumps(
+            {
+                "machine": platform.processor() or platform.machine(),
+                "python": platform.python_version(),
+                "results": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {OUT}")
 
 

@@ -86,8 +86,9 @@ def parse_reply(
     except Exception as exc:  # a parser bug must not crash the loop: record it as data
         log.exception("parser_failed", family=family, error_type=type(exc).__name__)
         call = ParsedCall(label="marker_bad_body", raw=text[:500], error=f"parser error: {exc!r}")
-        return ParseResult(family=family, content=text.strip(), calls=(call,),
-                           overall="marker_bad_body")
+        return ParseResult(
+            family=family, content=text.strip(), calls=(call,), overall="marker_bad_body"
+        )
 
 
 def _pseudo_tool_pass(

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult
+from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
 from runtime.parsers.hermes import validate_json_calls
 from runtime.parsers.scan import BodyError, cut, decode_json_at
 from runtime.parsers.validation import overall_label
@@ -39,7 +39,7 @@ class BareJsonParser:
         calls, end = self._parse_run(text, position, tools, truncated=truncated)
         if tagged and not calls:
             rest = text[position:].strip()
-            label = "truncated" if not rest else "marker_bad_body"
+            label = undecodable_label(not rest)
             calls = [ParsedCall(label=label, raw=rest, error="no JSON call after <|python_tag|>")]
             end = len(text)
         content = cut(text, [(start.start(), end)])
@@ -59,7 +59,7 @@ class BareJsonParser:
             try:
                 payload, end = decode_json_at(text, position)
             except BodyError as exc:
-                label = "truncated" if exc.incomplete or truncated else "marker_bad_body"
+                label = undecodable_label(exc.incomplete or truncated)
                 calls.append(ParsedCall(label=label, raw=text[position:], error=str(exc)))
                 return calls, len(text)
             calls.extend(validate_json_calls(payload, tools, raw=text[position:end]))

@@ -82,3 +82,9 @@ class ToolCallParser(Protocol):
         ``truncated`` says the backbone stopped at its token limit; ``native_calls`` are
         structured calls a provider returned (the ``native`` family validates those)."""
         ...
+
+
+def undecodable_label(cut_off: bool) -> OutcomeLabel:
+    """A call body that cannot be decoded is ``truncated`` when it was cut off at the end of
+    the reply, else ``marker_bad_body``."""
+    return "truncated" if cut_off else "marker_bad_body"

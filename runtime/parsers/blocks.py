@@ -37,9 +37,7 @@ class Block:
 
 def find_blocks(text: str, open_marker: str, close_marker: str) -> list[Block]:
     """Blocks from each open marker to its close marker, the next open marker, or the end."""
-    pattern = re.compile(
-        f"{open_marker}(.*?)(?:({close_marker})|(?={open_marker})|\\Z)", re.DOTALL
-    )
+    pattern = re.compile(f"{open_marker}(.*?)(?:({close_marker})|(?={open_marker})|\\Z)", re.DOTALL)
     blocks = []
     for match in pattern.finditer(text):
         closed = match.group(2) is not None
@@ -89,4 +87,3 @@ class TaggedBlockParser:
     def parse_body(self, body: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:
         """Decode one block body into one or more validated calls; raise ``BodyError``."""
         raise NotImplementedError
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +17,7 @@ from runtime.parsers import FAMILIES, ParseResult, parse_reply
 from runtime.parsers.default_tools import DEFAULT_TOOLS
 
 
-class AdapterMode(str, Enum):
+class AdapterMode(StrEnum):
     off = "off"
     on = "on"
     both = "both"
@@ -51,8 +51,13 @@ def result_json(result: ParseResult) -> dict[str, Any]:
         "overall": result.overall,
         "executable": sum(call.executable for call in result.calls),
         "calls": [
-            {"label": call.label, "name": call.name, "arguments": call.arguments,
-             "error": call.error, "raw": call.raw}
+            {
+                "label": call.label,
+                "name": call.name,
+                "arguments": call.arguments,
+                "error": call.error,
+                "raw": call.raw,
+            }
             for call in result.calls
         ],
         "content": result.content,

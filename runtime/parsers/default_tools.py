@@ -38,7 +38,9 @@ ARTIFACT_RECALL = ToolSpec(
 
 ARTIFACT_GET = ToolSpec(
     name="artifact_get",
-    description="Read an artifact (or a line range of it) by the reference artifact_recall returned.",
+    description=(
+        "Read an artifact (or a line range of it) by the reference artifact_recall returned."
+    ),
     parameters={
         "type": "object",
         "properties": {

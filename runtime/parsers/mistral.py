@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult
+from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
 from runtime.parsers.hermes import validate_json_calls
 from runtime.parsers.scan import BodyError, cut, decode_json_at
 from runtime.parsers.validation import overall_label, validate_arguments
@@ -56,10 +56,12 @@ class MistralParser:
         named = _NAMED.match(text, position)
         if named is None or named.end() >= len(text) or text[named.end()] != "{":
             cut_off = named is not None and named.end() >= len(text)
-            label = "truncated" if cut_off else "marker_bad_body"
+            label = undecodable_label(cut_off)
             raw = text[position : position + 200]
             error = f"{MARKER} not followed by a JSON array or name{{arguments}}"
-            return [ParsedCall(label=label, raw=raw, error=error)], len(text) if cut_off else position
+            return [ParsedCall(label=label, raw=raw, error=error)], len(
+                text
+            ) if cut_off else position
         return self._parse_named(named.group(1), text, named.end(), tools)
 
     def _parse_array(
@@ -68,7 +70,7 @@ class MistralParser:
         try:
             payload, end = decode_json_at(text, position)
         except BodyError as exc:
-            label = "truncated" if exc.incomplete else "marker_bad_body"
+            label = undecodable_label(exc.incomplete)
             return [ParsedCall(label=label, raw=text[position:], error=str(exc))], len(text)
         return validate_json_calls(payload, tools, raw=text[position:end]), end
 
@@ -78,12 +80,15 @@ class MistralParser:
         try:
             arguments, end = decode_json_at(text, position)
         except BodyError as exc:
-            label = "truncated" if exc.incomplete else "marker_bad_body"
+            label = undecodable_label(exc.incomplete)
             return [ParsedCall(label=label, name=name, raw=text[position:], error=str(exc))], len(
                 text
             )
         raw = name + text[position:end]
         if not isinstance(arguments, dict):
-            return [ParsedCall(label="wrong_shape", name=name, raw=raw,
-                               error="arguments are not an object")], end
+            return [
+                ParsedCall(
+                    label="wrong_shape", name=name, raw=raw, error="arguments are not an object"
+                )
+            ], end
         return [validate_arguments(name, arguments, tools, raw=raw)], end

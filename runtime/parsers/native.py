@@ -25,6 +25,8 @@ class NativeParser:
             for call in native_calls
         ]
         return ParseResult(
-            family=self.family, content=text.strip(), calls=tuple(calls),
+            family=self.family,
+            content=text.strip(),
+            calls=tuple(calls),
             overall=overall_label(calls),
         )

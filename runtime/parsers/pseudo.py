@@ -43,7 +43,14 @@ _ACTION_INPUT = re.compile(
     r"^[ \t]*Action[ \t]*:[ \t]*`?([\w.\-]+)`?[ \t]*\n[ \t]*Action[ \t]+Input[ \t]*:[ \t]*(.+)$",
     re.MULTILINE,
 )
-ADAPTER_FAMILIES: tuple[str, ...] = ("hermes", "qwen3_xml", "internlm", "mistral", "json", "pythonic")
+ADAPTER_FAMILIES: tuple[str, ...] = (
+    "hermes",
+    "qwen3_xml",
+    "internlm",
+    "mistral",
+    "json",
+    "pythonic",
+)
 
 
 @dataclass(frozen=True)

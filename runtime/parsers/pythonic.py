@@ -45,7 +45,9 @@ class PythonicParser:
         while (match := _LIST_START.search(text, position)) is not None:
             close = find_closing(text, match.start())
             end = len(text) if close is None else close + 1
-            calls.extend(self._parse_list(text[match.start() : end], tools, closed=close is not None))
+            calls.extend(
+                self._parse_list(text[match.start() : end], tools, closed=close is not None)
+            )
             spans.append((match.start(), end))
             position = end
         content = cut(text, spans)
@@ -74,16 +76,24 @@ def call_from_ast(node: ast.AST, tools: Sequence[ToolSpec], *, raw: str) -> Pars
     try:
         name, positional, keywords = call_parts(node)
     except BodyError as exc:
-        name = dotted_name(node.func) if isinstance(node, ast.Call) else None
-        return ParsedCall(label="wrong_shape", name=name, raw=raw, error=str(exc))
+        called = dotted_name(node.func) if isinstance(node, ast.Call) else None
+        return ParsedCall(label="wrong_shape", name=called, raw=raw, error=str(exc))
     arguments = _bind_positional(name, positional, tools)
     if arguments is None:
-        return ParsedCall(label="wrong_shape", name=name, raw=raw,
-                          error="positional arguments for a tool without known parameters")
+        return ParsedCall(
+            label="wrong_shape",
+            name=name,
+            raw=raw,
+            error="positional arguments for a tool without known parameters",
+        )
     clash = sorted(set(arguments) & set(keywords))
     if clash:
-        return ParsedCall(label="wrong_shape", name=name, raw=raw,
-                          error=f"argument(s) given twice: {', '.join(clash)}")
+        return ParsedCall(
+            label="wrong_shape",
+            name=name,
+            raw=raw,
+            error=f"argument(s) given twice: {', '.join(clash)}",
+        )
     return validate_arguments(name, {**arguments, **keywords}, tools, raw=raw)
 
 

@@ -36,11 +36,12 @@ class Qwen3XmlParser(TaggedBlockParser):
     def _parse_function(self, match: re.Match[str], tools: Sequence[ToolSpec]) -> ParsedCall:
         name, inner, raw = match.group(1).strip(), match.group(2), match.group(0)
         if not match.group(3):
-            label: OutcomeLabel = "truncated" if match.end() == len(match.string) else (
-                "marker_bad_body"
+            label: OutcomeLabel = (
+                "truncated" if match.end() == len(match.string) else ("marker_bad_body")
             )
-            return ParsedCall(label=label, name=name or None, raw=raw,
-                              error="<function> element not closed")
+            return ParsedCall(
+                label=label, name=name or None, raw=raw, error="<function> element not closed"
+            )
         if not name:
             return ParsedCall(label="wrong_shape", raw=raw, error="<function=> without a name")
         spec = find_tool(name, tools)

@@ -163,7 +163,10 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(key is None for key in node.keys):
             raise BodyError("dict unpacking is not a literal")
-        return {_literal_key(key): _literal(value) for key, value in zip(node.keys, node.values)}
+        return {
+            _literal_key(key): _literal(value)
+            for key, value in zip(node.keys, node.values, strict=True)
+        }
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = _literal(node.operand)
         if isinstance(operand, int | float) and not isinstance(operand, bool):

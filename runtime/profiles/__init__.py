@@ -97,27 +97,33 @@ def _profile(name: str, parser: str, prompt: ToolPromptStyle, **fields: Any) -> 
 
 
 PROFILE_TABLE: tuple[tuple[str, ModelProfile], ...] = (
-    ("smollm", _profile("smollm", "hermes", "hermes", tool_result_role="user",
-                        tool_examples=(_RECALL_EXAMPLE,))),
+    (
+        "smollm",
+        _profile(
+            "smollm", "hermes", "hermes", tool_result_role="user", tool_examples=(_RECALL_EXAMPLE,)
+        ),
+    ),
     (r"qwen3?[-_.]?coder", _profile("qwen3-coder", "qwen3_xml", "qwen3_xml")),
     (r"qwen[\w.\-]*vl|qvq", _profile("qwen-vl", "hermes", "hermes", vision=True)),
     ("qwen|qwq", _profile("qwen", "hermes", "hermes")),
     ("hermes", _profile("hermes", "hermes", "hermes")),
     ("internvl", _profile("internvl", "hermes", "hermes", vision=True)),
     ("internlm", _profile("internlm", "internlm", "internlm")),
-    (r"gemma[-_]?3[-_:]?(?:1b|270m)", _profile("gemma-3-text", "pythonic", "pythonic",
-                                               tool_result_role="user")),
-    (r"gemma[-_]?3", _profile("gemma-3", "pythonic", "pythonic", tool_result_role="user",
-                              vision=True)),
+    (
+        r"gemma[-_]?3[-_:]?(?:1b|270m)",
+        _profile("gemma-3-text", "pythonic", "pythonic", tool_result_role="user"),
+    ),
+    (
+        r"gemma[-_]?3",
+        _profile("gemma-3", "pythonic", "pythonic", tool_result_role="user", vision=True),
+    ),
     ("gemma", _profile("gemma", "pythonic", "pythonic", tool_result_role="user")),
     (r"llama[-_]?4", _profile("llama-4", "pythonic", "pythonic", vision=True)),
-    (r"llama[-_]?3\.2.*vision", _profile("llama-3.2-vision", "json", "json_schema",
-                                         vision=True)),
+    (r"llama[-_]?3\.2.*vision", _profile("llama-3.2-vision", "json", "json_schema", vision=True)),
     (r"llama[-_]?3\.2", _profile("llama-3.2", "pythonic", "pythonic")),
     (r"llama[-_]?3", _profile("llama-3", "json", "json_schema")),
     ("pixtral", _profile("pixtral", "mistral", "mistral", vision=True)),
-    (r"mistral|mixtral|ministral|devstral|codestral",
-     _profile("mistral", "mistral", "mistral")),
+    (r"mistral|mixtral|ministral|devstral|codestral", _profile("mistral", "mistral", "mistral")),
     (r"gpt-3\.5", _profile("openai", "native", "none")),
     (r"gpt-|(?:^|/)o[134](?:-|$)", _profile("openai", "native", "none", vision=True)),
     ("claude", _profile("anthropic", "native", "none", vision=True)),

@@ -39,12 +39,23 @@ async def test_rows_count_labels_and_adapters_parse_the_same_replies() -> None:
     assert len(backbone.calls) == 16
     off, on = report.rows
     assert (off.adapters, off.attempted, off.ok, off.pseudo_tool, off.adapted) == (
-        False, 16, 8, 8, 0
+        False,
+        16,
+        8,
+        8,
+        0,
     )
-    assert (off.share_executable, off.share_executable_instructed,
-            off.share_executable_plain) == (0.5, 1.0, 0.0)
+    assert (off.share_executable, off.share_executable_instructed, off.share_executable_plain) == (
+        0.5,
+        1.0,
+        0.0,
+    )
     assert (on.adapters, on.ok, on.pseudo_tool, on.adapted, on.share_executable) == (
-        True, 8, 0, 8, 1.0
+        True,
+        8,
+        0,
+        8,
+        1.0,
     )
     assert on.parser == "hermes"
     assert len(report.replies) == 32
@@ -62,7 +73,11 @@ async def test_failures_and_provider_errors_are_counted_separately() -> None:
     (row,) = report.rows
     assert row.parser == "pythonic"
     assert (row.attempted, row.ok, row.no_call, row.provider_error, row.pseudo_tool) == (
-        4, 0, 1, 1, 2
+        4,
+        0,
+        1,
+        1,
+        2,
     )
     assert row.executable == 0
 

@@ -36,9 +36,23 @@ def test_parse_uses_the_model_profile_and_adapters() -> None:
 
 def test_parse_with_a_tools_file(tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
-    tools.write_text(json.dumps([{"type": "function", "function": {
-        "name": "get_weather", "parameters": {"type": "object", "properties": {
-            "city": {"type": "string"}}, "required": ["city"]}}}]))
+    tools.write_text(
+        json.dumps(
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                            "required": ["city"],
+                        },
+                    },
+                }
+            ]
+        )
+    )
     reply = '{"name": "get_weather", "parameters": {"city": "Lisbon"}}'
     result = runner.invoke(app, ["parse", "-f", "json", "--tools", str(tools)], input=reply)
     assert json.loads(result.output)["overall"] == "ok"
@@ -76,11 +90,23 @@ def test_compliance_rejects_a_bad_n() -> None:
 def test_compliance_runs_on_the_embedded_model(tmp_path: Path) -> None:
     result = runner.invoke(
         app,
-        ["compliance", "-m", "local/smollm2-135m", "--n", "2", "--adapters", "both",
-         "--out", str(tmp_path), "--max-tokens", "96"],
+        [
+            "compliance",
+            "-m",
+            "local/smollm2-135m",
+            "--n",
+            "2",
+            "--adapters",
+            "both",
+            "--out",
+            str(tmp_path),
+            "--max-tokens",
+            "96",
+        ],
     )
     assert result.exit_code == 0, result.output
     rows = json.loads((tmp_path / "compliance.json").read_text())["rows"]
     assert [(row["model"], row["adapters"], row["attempted"]) for row in rows] == [
-        ("local/smollm2-135m", False, 2), ("local/smollm2-135m", True, 2)
+        ("local/smollm2-135m", False, 2),
+        ("local/smollm2-135m", True, 2),
     ]

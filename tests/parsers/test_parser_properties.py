@@ -14,21 +14,59 @@ from runtime.parsers.validation import overall_label
 
 LABELS = set(get_args(OutcomeLabel))
 MARKERS = [
-    "<tool_call>", "</tool_call>", "<|python_tag|>", ";", "[TOOL_CALLS]", "[ARGS]",
-    "<|action_start|>", "<|plugin|>", "<|action_end|>", "<function=", "<parameter=",
-    "</parameter>", "</function>", "<|im_start|>tool\n", "<start_of_turn>", "<tool_code>",
-    "<tool_response>", "Action: ", "\nAction Input: ", "```", "[", "]", "(", ")", "{", "}",
-    '"', "'", ":", ",", "=", "\\", "\n",
-    '{"name": ', '"arguments": ', '"parameters": ', "artifact_recall", "artifact_get",
-    "artifact_recall(", 'query="', "k=", "null", "true", "1e999", "-", "9" * 30,
+    "<tool_call>",
+    "</tool_call>",
+    "<|python_tag|>",
+    ";",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "<|action_start|>",
+    "<|plugin|>",
+    "<|action_end|>",
+    "<function=",
+    "<parameter=",
+    "</parameter>",
+    "</function>",
+    "<|im_start|>tool\n",
+    "<start_of_turn>",
+    "<tool_code>",
+    "<tool_response>",
+    "Action: ",
+    "\nAction Input: ",
+    "```",
+    "[",
+    "]",
+    "(",
+    ")",
+    "{",
+    "}",
+    '"',
+    "'",
+    ":",
+    ",",
+    "=",
+    "\\",
+    "\n",
+    '{"name": ',
+    '"arguments": ',
+    '"parameters": ',
+    "artifact_recall",
+    "artifact_get",
+    "artifact_recall(",
+    'query="',
+    "k=",
+    "null",
+    "true",
+    "1e999",
+    "-",
+    "9" * 30,
 ]
 near_miss_text = st.lists(
     st.one_of(st.sampled_from(MARKERS), st.text(max_size=12)), max_size=40
 ).map("".join)
 any_text = st.one_of(st.text(max_size=400), near_miss_text)
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _check_outcome(result_overall: str, labels: list[str]) -> None:

@@ -28,10 +28,20 @@ TABLE: dict[str, tuple[str, str, str, str, bool]] = {
     "meta-llama/Llama-3.1-8B-Instruct": ("llama-3", "json", "json_schema", "tool", False),
     "meta-llama/Llama-3.2-3B-Instruct": ("llama-3.2", "pythonic", "pythonic", "tool", False),
     "meta-llama/Llama-3.2-11B-Vision-Instruct": (
-        "llama-3.2-vision", "json", "json_schema", "tool", True
+        "llama-3.2-vision",
+        "json",
+        "json_schema",
+        "tool",
+        True,
     ),
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": ("llama-4", "pythonic", "pythonic", "tool", True),
-    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": ("mistral", "mistral", "mistral", "tool", False),
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": (
+        "mistral",
+        "mistral",
+        "mistral",
+        "tool",
+        False,
+    ),
     "mistralai/Pixtral-12B-2409": ("pixtral", "mistral", "mistral", "tool", True),
     "openai/gpt-4o-mini": ("openai", "native", "none", "tool", True),
     "gpt-3.5-turbo": ("openai", "native", "none", "tool", False),
@@ -45,8 +55,13 @@ TABLE: dict[str, tuple[str, str, str, str, bool]] = {
 @pytest.mark.parametrize("model", list(TABLE))
 def test_profile_table(model: str) -> None:
     profile = resolve_profile(model)
-    actual = (profile.name, profile.parser, profile.tool_prompt, profile.tool_result_role,
-              profile.vision)
+    actual = (
+        profile.name,
+        profile.parser,
+        profile.tool_prompt,
+        profile.tool_result_role,
+        profile.vision,
+    )
     assert actual == TABLE[model]
 
 
@@ -74,7 +89,7 @@ def test_smollm_prompt_carries_a_few_shot_call_only_when_its_tool_is_offered() -
 )
 def test_each_text_profile_renders_calls_its_own_parser_accepts(model: str) -> None:
     profile = resolve_profile(model)
-    call = ToolCall(id="c", name="artifact_recall", arguments={"query": "Q3 \"net\" revenue", "k": 2})
+    call = ToolCall(id="c", name="artifact_recall", arguments={"query": 'Q3 "net" revenue', "k": 2})
     rendered = profile.render_call(call)
     result = parse_reply(rendered, DEFAULT_TOOLS, family=profile.parser)
     assert result.overall == "ok", (rendered, result.model_dump())

@@ -47,8 +47,14 @@ def test_values_are_coerced_to_the_schema_type(
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"n": "4.5"}, {"n": True}, {"flag": "yes"}, {"tags": ["a", 1]}, {"mode": "slow"},
-     {"tags": "a,b"}],
+    [
+        {"n": "4.5"},
+        {"n": True},
+        {"flag": "yes"},
+        {"tags": ["a", 1]},
+        {"mode": "slow"},
+        {"tags": "a,b"},
+    ],
 )
 def test_values_that_cannot_fit_are_type_errors(arguments: dict[str, Any]) -> None:
     call = validate_arguments("t", arguments, [TOOL], raw="")
@@ -57,8 +63,9 @@ def test_values_that_cannot_fit_are_type_errors(arguments: dict[str, Any]) -> No
 
 
 def test_extra_arguments_allowed_only_when_the_schema_says_so() -> None:
-    open_tool = ToolSpec(name="o", parameters={"type": "object", "properties": {},
-                                                "additionalProperties": True})
+    open_tool = ToolSpec(
+        name="o", parameters={"type": "object", "properties": {}, "additionalProperties": True}
+    )
     assert validate_arguments("o", {"any": 1}, [open_tool], raw="").label == "ok"
     assert validate_arguments("t", {"any": 1}, [TOOL], raw="").label == "unexpected_param"
 
