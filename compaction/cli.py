@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -19,18 +20,27 @@ FORMAT_HELP = (
 
 
 def compact_command(
-    session: Path = typer.Argument(..., help="Session snapshot file (*.session) to compact."),
-    out: Path = typer.Option(..., "--out", help="Directory for the new snapshot."),
-    summary_format: str = typer.Option("verbatim", "--format", "-f", help=FORMAT_HELP),
-    summarizer: str | None = typer.Option(
-        None, "--summarizer", help="Summarizer model (default: the session's own model)."
-    ),
-    focus: str | None = typer.Option(None, "--focus", help="Focus instructions for the summary."),
-    keep_recent_tokens: int | None = typer.Option(
-        None, "--keep-recent-tokens", min=0,
-        help="Verbatim tail (default: the policy's budget for the session's window).",
-    ),
-    api_base: str | None = typer.Option(None, "--api-base", help="API base of the summarizer."),
+    session: Annotated[Path, typer.Argument(help="Session snapshot file (*.session) to compact.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the new snapshot.")],
+    summary_format: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "verbatim",
+    summarizer: Annotated[
+        str | None,
+        typer.Option("--summarizer", help="Summarizer model (default: the session's own model)."),
+    ] = None,
+    focus: Annotated[
+        str | None, typer.Option("--focus", help="Focus instructions for the summary.")
+    ] = None,
+    keep_recent_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-recent-tokens",
+            min=0,
+            help="Verbatim tail (default: the policy's budget for the session's window).",
+        ),
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option("--api-base", help="API base of the summarizer.")
+    ] = None,
 ) -> None:
     """Compact SESSION into a new snapshot under --out and print its path and token counts."""
     from compaction.compactor import compact_snapshot
@@ -45,8 +55,9 @@ def compact_command(
         model = summarizer or load_snapshot(session).config.model
         backbone = make_backbone(model, api_base=api_base)
         path, record = asyncio.run(
-            compact_snapshot(session, out, strategy, backbone, focus=focus,
-                             keep_recent_tokens=keep_recent_tokens)
+            compact_snapshot(
+                session, out, strategy, backbone, focus=focus, keep_recent_tokens=keep_recent_tokens
+            )
         )
     except (SnapshotError, CompactionError, ProviderError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)

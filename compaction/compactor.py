@@ -61,7 +61,12 @@ async def compact(
     if keep is None:
         keep = CompactionConfig().budget(session.ledger.context_window).keep_recent
     return await compact_session(
-        session, chosen, summarizer, keep_recent_tokens=keep, focus=focus, reason=reason,
+        session,
+        chosen,
+        summarizer,
+        keep_recent_tokens=keep,
+        focus=focus,
+        reason=reason,
         fixed_tokens=fixed_prompt_tokens(target),
     )
 
@@ -87,12 +92,19 @@ async def compact_session(
         )
     tokens_before = fixed_tokens + session.history_tokens
     result = await strategy.summarize(
-        messages[first:start], summarizer, first_index=first, focus=focus,
+        messages[first:start],
+        summarizer,
+        first_index=first,
+        focus=focus,
         previous_summary=earlier,
     )
     for completion in result.completions:
-        session.ledger.record(completion.usage, model=completion.model, purpose="summary",
-                              latency_s=completion.latency_s)
+        session.ledger.record(
+            completion.usage,
+            model=completion.model,
+            purpose="summary",
+            latency_s=completion.latency_s,
+        )
     session.replace_messages([summary_message(result.summary), *messages[start:]])
     record = CompactionRecord(
         summary=result.summary,
@@ -108,9 +120,17 @@ async def compact_session(
     session.compaction.records.append(record)
     session.compaction.count += 1
     session.compaction.flushed_in_cycle = False
-    log.info("compacted", reason=reason, format=strategy.name, summarizer=summarizer.model,
-             tokens_before=record.tokens_before, tokens_after=record.tokens_after,
-             first_kept_index=start, chunks=result.chunks, count=session.compaction.count)
+    log.info(
+        "compacted",
+        reason=reason,
+        format=strategy.name,
+        summarizer=summarizer.model,
+        tokens_before=record.tokens_before,
+        tokens_after=record.tokens_after,
+        first_kept_index=start,
+        chunks=result.chunks,
+        count=session.compaction.count,
+    )
     return record
 
 
@@ -126,6 +146,12 @@ async def compact_snapshot(
     """Load a session snapshot, compact it and save the result as a new snapshot under
     ``out_dir``; the source file is only read. Returns the new path and the record."""
     session = load_snapshot(source)
-    record = await compact(session, strategy, summarizer, focus=focus,
-                           keep_recent_tokens=keep_recent_tokens, reason="manual")
+    record = await compact(
+        session,
+        strategy,
+        summarizer,
+        focus=focus,
+        keep_recent_tokens=keep_recent_tokens,
+        reason="manual",
+    )
     return save_snapshot(session, out_dir), record

@@ -17,7 +17,7 @@ With ``W`` the effective window (the model's window, optionally capped by ``wind
   crosses it (4,000 tokens before the trigger on large windows).
 
 Examples with the defaults: W = 8,192 → reserve 4,096, threshold 4,096, keep 2,048, flush at
-3,072; W = 32,768 → 20,000 / 12,768 / 6,384 / 8,768; W = 128,000 → 20,000 / 108,000 / 20,000 /
+3,072; W = 32,768 → 20,000 / 12,768 / 6,384 / 9,576; W = 128,000 → 20,000 / 108,000 / 20,000 /
 104,000; W = 200,000 → 20,000 / 180,000 / 20,000 / 176,000.
 """
 

@@ -68,17 +68,26 @@ def _store(session: Session, record: FlushRecord) -> None:
     session.tool_state.setdefault(FLUSH_STATE_KEY, []).append(record.model_dump(mode="json"))
 
 
-async def memory_flush(agent: Agent, context_tokens: int, prompt: str = FLUSH_PROMPT) -> FlushRecord:
+async def memory_flush(
+    agent: Agent, context_tokens: int, prompt: str = FLUSH_PROMPT
+) -> FlushRecord:
     """Run one flush turn on ``agent`` and record it; never raises for provider trouble."""
     session = agent.session
     cycle = session.compaction.count
     if MEMORY_TOOL not in {spec.name for spec in agent.tools}:
-        record = FlushRecord(status="no_tool", context_tokens=context_tokens, compaction_cycle=cycle)
+        record = FlushRecord(
+            status="no_tool", context_tokens=context_tokens, compaction_cycle=cycle
+        )
     else:
         record = await _flush_turn(agent, context_tokens, cycle, prompt)
     _store(session, record)
-    log.info("memory_flush", status=record.status, appended=record.appended,
-             context_tokens=context_tokens, cycle=cycle)
+    log.info(
+        "memory_flush",
+        status=record.status,
+        appended=record.appended,
+        context_tokens=context_tokens,
+        cycle=cycle,
+    )
     return record
 
 
@@ -88,12 +97,14 @@ async def _flush_turn(agent: Agent, context_tokens: int, cycle: int, prompt: str
     try:
         turn = await agent.turn(text, purpose="flush")
     except ProviderError as error:
-        return FlushRecord(status="failed", context_tokens=context_tokens,
-                           compaction_cycle=cycle, error=str(error))
+        return FlushRecord(
+            status="failed", context_tokens=context_tokens, compaction_cycle=cycle, error=str(error)
+        )
     finally:
         agent.session.truncate(mark)
     appended = sum(
-        1 for call in turn.tool_calls
+        1
+        for call in turn.tool_calls
         if call.name == MEMORY_TOOL and call.executed and not call.is_error
     )
     silent = is_silent(turn.reply)

@@ -88,8 +88,9 @@ class CompactionPolicy:
             self._overflow_streak = 0
         keep = self.budget(agent).keep_recent >> self._overflow_streak
         self._overflow_streak += 1
-        log.info("context_overflow", detail=error.detail, keep_recent=keep,
-                 attempt=self._overflow_streak)
+        log.info(
+            "context_overflow", detail=error.detail, keep_recent=keep, attempt=self._overflow_streak
+        )
         record = await self.compact(agent, reason="overflow", keep_recent_tokens=keep)
         self._calls_after_overflow = len(agent.session.ledger.calls)
         return record is not None
@@ -103,16 +104,23 @@ class CompactionPolicy:
         focus: str | None = None,
     ) -> CompactionRecord | None:
         """Compact now; None (logged and recorded) if it could not be done."""
-        keep = keep_recent_tokens if keep_recent_tokens is not None else (
-            self.budget(agent).keep_recent
+        keep = (
+            keep_recent_tokens
+            if keep_recent_tokens is not None
+            else (self.budget(agent).keep_recent)
         )
         try:
-            return await compact(agent, self.strategy, self.summarizer(agent), focus=focus,
-                                 keep_recent_tokens=keep, reason=reason)
+            return await compact(
+                agent,
+                self.strategy,
+                self.summarizer(agent),
+                focus=focus,
+                keep_recent_tokens=keep,
+                reason=reason,
+            )
         except (CompactionError, ProviderError) as error:
             log.warning("compaction_failed", reason=reason, error=str(error))
             agent.session.tool_state.setdefault(FAILURES_STATE_KEY, []).append(
-                {"reason": reason, "error": str(error),
-                 "eit": agent.session.ledger.current_eit}
+                {"reason": reason, "error": str(error), "eit": agent.session.ledger.current_eit}
             )
             return None

@@ -59,8 +59,10 @@ def tail_start(message_tokens: Sequence[int], messages: Sequence[Message], keep:
 
 
 def _image_text(part: ImagePart) -> str:
-    fields = [f"artifact_id={part.artifact_id}" if part.artifact_id else "",
-              f"path={part.path}" if part.path else ""]
+    fields = [
+        f"artifact_id={part.artifact_id}" if part.artifact_id else "",
+        f"path={part.path}" if part.path else "",
+    ]
     label = " ".join(field for field in fields if field) or "inline"
     text = f"[image {label}]"
     if part.text_representation:

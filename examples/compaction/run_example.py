@@ -26,7 +26,12 @@ from compaction.compactor import compact_snapshot  # noqa: E402
 from runtime.backbones import make_backbone  # noqa: E402
 from runtime.snapshot import save_snapshot  # noqa: E402
 
-FORMATS = ("verbatim", "free-form", "per-fact-citations", f"template:{HERE / 'summary_template.txt'}")
+FORMATS = (
+    "verbatim",
+    "free-form",
+    "per-fact-citations",
+    f"template:{HERE / 'summary_template.txt'}",
+)
 KEEP_RECENT_TOKENS = 300
 FOCUS = "the rent chart and the invoice"
 
@@ -42,8 +47,14 @@ async def run(out: Path) -> list[dict[str, object]]:
     results: list[dict[str, object]] = []
     for summary_format in FORMATS:
         started = time.perf_counter()
-        path, record = await compact_snapshot(source, snapshots, summary_format, summarizer,
-                                              focus=FOCUS, keep_recent_tokens=KEEP_RECENT_TOKENS)
+        path, record = await compact_snapshot(
+            source,
+            snapshots,
+            summary_format,
+            summarizer,
+            focus=FOCUS,
+            keep_recent_tokens=KEEP_RECENT_TOKENS,
+        )
         seconds = round(time.perf_counter() - started, 2)
         name = _file_name(summary_format)
         (out / f"{name}.md").write_text(
@@ -52,12 +63,21 @@ async def run(out: Path) -> list[dict[str, object]]:
             f"{record.summary}\n",
             encoding="utf-8",
         )
-        results.append({"format": name, "snapshot": path.name, "source": source.name,
-                        "tokens_before": record.tokens_before,
-                        "tokens_after": record.tokens_after,
-                        "first_kept_index": record.first_kept_index, "seconds": seconds})
-        print(f"{name:20s} {record.tokens_before:6d} -> {record.tokens_after:5d} tokens "
-              f"in {seconds:6.2f} s  {path}")
+        results.append(
+            {
+                "format": name,
+                "snapshot": path.name,
+                "source": source.name,
+                "tokens_before": record.tokens_before,
+                "tokens_after": record.tokens_after,
+                "first_kept_index": record.first_kept_index,
+                "seconds": seconds,
+            }
+        )
+        print(
+            f"{name:20s} {record.tokens_before:6d} -> {record.tokens_after:5d} tokens "
+            f"in {seconds:6.2f} s  {path}"
+        )
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return results
 

@@ -25,11 +25,19 @@ def conversation(turns: int, tokens_per_message: int = 200) -> list[Message]:
     for turn in range(turns):
         messages.append(UserMessage.text(f"turn {turn}: " + words(tokens_per_message, "u")))
         if turn % 3 == 1:
-            call = ToolCall(id=f"call-{turn}", name="artifact_get",
-                            arguments={"path": f"derived/chart_{turn:04d}.csv"})
+            call = ToolCall(
+                id=f"call-{turn}",
+                name="artifact_get",
+                arguments={"path": f"derived/chart_{turn:04d}.csv"},
+            )
             messages.append(AssistantMessage(content="Let me look.", tool_calls=(call,)))
-            messages.append(ToolResultMessage(tool_call_id=call.id, name=call.name,
-                                              content=f"value_{turn}=4812.5 " + words(50, "t")))
+            messages.append(
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=f"value_{turn}=4812.5 " + words(50, "t"),
+                )
+            )
         messages.append(AssistantMessage(content=f"answer {turn}: " + words(tokens_per_message)))
     return messages
 

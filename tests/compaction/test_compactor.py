@@ -23,8 +23,9 @@ async def test_manual_compaction_keeps_the_tail_and_records_everything() -> None
     before = session.history_tokens
     summarizer = ScriptedBackbone(["## Goal\nkeep the chart ids"], model="summarizer-m")
 
-    record = await compact(session, "free-form", summarizer, focus="chart values",
-                           keep_recent_tokens=2_000)
+    record = await compact(
+        session, "free-form", summarizer, focus="chart values", keep_recent_tokens=2_000
+    )
 
     start = record.first_kept_index
     assert session.messages[1:] == original[start:]
@@ -34,7 +35,10 @@ async def test_manual_compaction_keeps_the_tail_and_records_everything() -> None
     assert record.first_kept_message == original[start]
     assert record.summary == "## Goal\nkeep the chart ids"
     assert (record.format, record.summarizer_model, record.focus, record.reason) == (
-        "free-form", "summarizer-m", "chart values", "manual",
+        "free-form",
+        "summarizer-m",
+        "chart values",
+        "manual",
     )
     assert record.tokens_before > before > record.tokens_after  # system prompt counted
     assert session.compaction.count == 1 and session.compaction.records == [record]
@@ -80,9 +84,13 @@ async def test_default_keep_comes_from_the_window_budget() -> None:
 async def test_compacting_a_snapshot_never_touches_the_input(tmp_path: Path) -> None:
     source = save_snapshot(session_with(conversation(turns=20)), tmp_path / "in")
     raw = source.read_bytes()
-    path, record = await compact_snapshot(source, tmp_path / "out", "per-fact-citations",
-                                          ScriptedBackbone(["- fact [source: x.csv]"]),
-                                          keep_recent_tokens=1_500)
+    path, record = await compact_snapshot(
+        source,
+        tmp_path / "out",
+        "per-fact-citations",
+        ScriptedBackbone(["- fact [source: x.csv]"]),
+        keep_recent_tokens=1_500,
+    )
     assert source.read_bytes() == raw
     assert path.parent == tmp_path / "out" and path != source
     restored = load_snapshot(path)

@@ -12,7 +12,7 @@ from compaction.config import CompactionConfig
     ("window", "reserve", "threshold", "keep", "flush"),
     [
         (8_192, 4_096, 4_096, 2_048, 3_072),
-        (32_768, 20_000, 12_768, 6_384, 8_768),
+        (32_768, 20_000, 12_768, 6_384, 9_576),
         (128_000, 20_000, 108_000, 20_000, 104_000),
         (200_000, 20_000, 180_000, 20_000, 176_000),
     ],
@@ -22,7 +22,10 @@ def test_budgets_scale_with_the_window(
 ) -> None:
     budget = CompactionConfig().budget(window)
     assert (budget.reserve, budget.threshold, budget.keep_recent, budget.flush_threshold) == (
-        reserve, threshold, keep, flush,
+        reserve,
+        threshold,
+        keep,
+        flush,
     )
     assert budget.threshold >= min(8_000, window // 2)
 

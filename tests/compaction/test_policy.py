@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from tests.compaction.helpers import conversation, reply, session_with
 from tests.memory_server.conftest import write_workspace
 
 SERVER = Path(__file__).parent / "memory_append_server.py"
-WINDOW = 32_768  # threshold 12,768; flush threshold 8,768; keep 6,384
+WINDOW = 32_768  # threshold 12,768; flush threshold 9,576; keep 6,384
 APPEND = '<tool_call>{"name": "memory_append", "arguments": {"text": "%s"}}</tool_call>'
 
 
@@ -35,12 +34,13 @@ def workspace(tmp_path: Path) -> Path:
     return write_workspace(tmp_path / "ws")
 
 
-@pytest.fixture
-async def memory_tools(workspace: Path) -> AsyncIterator[MCPToolset]:
-    config = MCPServerConfig(name="memory", command=sys.executable,
-                             args=[str(SERVER), str(workspace)])
-    async with MCPToolset([config]) as tools:
-        yield tools
+def _memory_tools(workspace: Path) -> MCPToolset:
+    """Entered inside each test: an async yield fixture would close the MCP client's task
+    group from another task than the one that opened it."""
+    config = MCPServerConfig(
+        name="memory", command=sys.executable, args=[str(SERVER), str(workspace)]
+    )
+    return MCPToolset([config])
 
 
 def _agent(
@@ -51,7 +51,7 @@ def _agent(
     **config: object,
 ) -> tuple[Agent, ScriptedBackbone, ScriptedBackbone]:
     backbone = ScriptedBackbone(replies, context_window=WINDOW)  # type: ignore[arg-type]
-    summarizer = ScriptedBackbone(summaries, model="summarizer-m", context_window=WINDOW)
+    summarizer = ScriptedBackbone(summaries, model="summarizer-m", context_window=128_000)
     policy = CompactionPolicy(CompactionConfig(**config), summarizer=summarizer)  # type: ignore[arg-type]
     session = session_with(history if history is not None else conversation(turns=40), WINDOW)
     return Agent(session, backbone, tools, policy), backbone, summarizer
@@ -90,8 +90,9 @@ async def test_compaction_fires_only_above_the_threshold() -> None:
 
 
 async def test_window_cap_moves_the_trigger() -> None:
-    agent, _, summarizer = _agent([reply("a", 9_000)], ["s"], memory_flush=False,
-                                  window_cap=16_384)  # threshold 8,384
+    agent, _, summarizer = _agent(
+        [reply("a", 9_000)], ["s"], memory_flush=False, window_cap=16_384
+    )  # threshold 8,000
     await agent.turn("one")
     assert agent.session.compaction.count == 1 and len(summarizer.calls) == 1
 
@@ -110,20 +111,23 @@ async def test_failed_compaction_is_recorded_and_the_turn_survives() -> None:
     assert failures[0]["reason"] == "threshold" and "empty summary" in failures[0]["error"]
 
 
-async def test_flush_fires_once_per_cycle_and_appends(
-    workspace: Path, memory_tools: MCPToolset
-) -> None:
+async def test_flush_fires_once_per_cycle_and_appends(workspace: Path) -> None:
+    async with _memory_tools(workspace) as tools:
+        await _flush_cycles(workspace, tools)
+
+
+async def _flush_cycles(workspace: Path, memory_tools: MCPToolset) -> None:
     before = _evidence_hashes(workspace)
     notes_before = {p: (workspace / p).read_bytes() for p in before if p.startswith("memory/")}
     note = workspace / "memory" / f"{dt.date.today().isoformat()}.md"
     replies = [
-        reply("a", 9_000),  # crosses the flush threshold → flush turn
-        reply(APPEND % "Invoice INV-2023-0042 total 4812.5 EUR", 9_100),
-        reply("NO_REPLY", 9_200),
-        reply("b", 10_000),  # same cycle: no second flush
+        reply("a", 10_000),  # crosses the flush threshold → flush turn
+        reply(APPEND % "Invoice INV-2023-0042 total 4812.5 EUR", 10_100),
+        reply("NO_REPLY", 10_200),
+        reply("b", 11_000),  # same cycle: no second flush
         reply("c", 13_000),  # above the threshold: compaction, the cycle ends
-        reply("d", 9_500),  # new cycle: flush again
-        reply("no_reply", 9_600),
+        reply("d", 10_500),  # new cycle: flush again
+        reply("no_reply", 10_600),
     ]
     agent, backbone, summarizer = _agent(replies, ["## Goal\nsummary"], memory_tools)
 
@@ -164,32 +168,33 @@ async def test_flush_fires_once_per_cycle_and_appends(
 
 
 async def test_flush_without_memory_tool_writes_nothing_and_calls_no_model() -> None:
-    agent, backbone, _ = _agent([reply("a", 9_000)], [])
+    agent, backbone, _ = _agent([reply("a", 10_000)], [])
     await agent.turn("one")
     flushes = flush_records(agent.session)
     assert [f.status for f in flushes] == ["no_tool"]
     assert len(backbone.calls) == 1
 
 
-async def test_flush_can_be_turned_off(memory_tools: MCPToolset) -> None:
-    agent, backbone, _ = _agent([reply("a", 9_000)], [], memory_tools, memory_flush=False)
-    await agent.turn("one")
-    assert flush_records(agent.session) == [] and len(backbone.calls) == 1
+async def test_flush_turned_off_or_failing_writes_nothing(workspace: Path) -> None:
+    before = _evidence_hashes(workspace)
+    async with _memory_tools(workspace) as tools:  # one server for both cases (startup cost)
+        agent, backbone, _ = _agent([reply("a", 10_000)], [], tools, memory_flush=False)
+        await agent.turn("one")
+        assert flush_records(agent.session) == [] and len(backbone.calls) == 1
 
-
-async def test_flush_provider_failure_is_recorded(memory_tools: MCPToolset) -> None:
-    agent, _, _ = _agent([reply("a", 9_000), ProviderError("server_error", "503")], [],
-                         memory_tools)
-    record = await agent.turn("one")
-    assert record.reply == "a"
-    flushes = flush_records(agent.session)
-    assert flushes[0].status == "failed" and "503" in (flushes[0].error or "")
-    assert agent.session.messages[-1].content == "a"  # type: ignore[union-attr]
+        agent, _, _ = _agent([reply("a", 10_000), ProviderError("server_error", "503")], [], tools)
+        record = await agent.turn("one")
+        assert record.reply == "a"
+        flushes = flush_records(agent.session)
+        assert flushes[0].status == "failed" and "503" in (flushes[0].error or "")
+        assert agent.session.messages[-1].content == "a"  # type: ignore[union-attr]
+    assert _evidence_hashes(workspace) == before
 
 
 async def test_overflow_compacts_and_retries() -> None:
-    agent, _, _ = _agent([ProviderError("context_length", "too long"), reply("fine", 5_000)],
-                         ["overflow summary"])
+    agent, _, _ = _agent(
+        [ProviderError("context_length", "too long"), reply("fine", 5_000)], ["overflow summary"]
+    )
     record = await agent.turn("one")
     assert record.reply == "fine"
     assert [r.reason for r in agent.session.compaction.records] == ["overflow"]

@@ -11,20 +11,38 @@ from compaction.strategies import FORMAT_NAMES, SummaryRequest, get_strategy
 from compaction.strategies.builtin import SECTIONS
 from runtime.backbones.base import ProviderError
 from runtime.backbones.scripted import FunctionBackbone, ScriptedBackbone
-from runtime.messages import Message, SystemMessage, ToolCall, ToolResultMessage, UserMessage
-from runtime.messages import AssistantMessage
+from runtime.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from runtime.tokens import count_message_tokens
 from tests.compaction.helpers import conversation, words
 
 EVIDENCE: list[Message] = [
     UserMessage.text("Please track invoice INV-2023-0042; the total is 4812.5 EUR."),
-    AssistantMessage(tool_calls=(ToolCall(id="call-3", name="artifact_get",
-                                          arguments={"path": "derived/chart_3f9a1c20.table.csv"}),)),
+    AssistantMessage(
+        tool_calls=(
+            ToolCall(
+                id="call-3",
+                name="artifact_get",
+                arguments={"path": "derived/chart_3f9a1c20.table.csv"},
+            ),
+        )
+    ),
     ToolResultMessage(tool_call_id="call-3", name="artifact_get", content="Berlin,2019,1830"),
 ]
-REQUEST = SummaryRequest(transcript="[0] USER: hello", focus="rent values",
-                         previous_summary="earlier: cat is Miso", first_index=0, last_index=0,
-                         message_count=1)
+REQUEST = SummaryRequest(
+    transcript="[0] USER: hello",
+    focus="rent values",
+    previous_summary="earlier: cat is Miso",
+    first_index=0,
+    last_index=0,
+    message_count=1,
+)
 
 
 def _prompt_text(messages: list[Message]) -> tuple[str, str]:
@@ -75,20 +93,28 @@ async def test_the_summarizer_sees_every_identifier_of_the_compacted_messages() 
     assert result.summary == "## Goal\ntrack INV-2023-0042"
     assert summarizer.calls[0].tools == ()
     _, user = _prompt_text(list(summarizer.calls[0].messages))
-    for needle in ("INV-2023-0042", "4812.5 EUR", "call-3", "derived/chart_3f9a1c20.table.csv",
-                   "Berlin,2019,1830"):
+    for needle in (
+        "INV-2023-0042",
+        "4812.5 EUR",
+        "call-3",
+        "derived/chart_3f9a1c20.table.csv",
+        "Berlin,2019,1830",
+    ):
         assert needle in user
 
 
 def test_template_placeholders(tmp_path: Path) -> None:
     template = tmp_path / "t.txt"
-    template.write_text("Focus={focus} prev={previous_summary} n={message_count} "
-                        "range={first_index}-{last_index} {{literal}}\n{transcript}")
+    template.write_text(
+        "Focus={focus} prev={previous_summary} n={message_count} "
+        "range={first_index}-{last_index} {{literal}}\n{transcript}"
+    )
     strategy = get_strategy(f"template:{template}")
     assert strategy.name == f"template:{template}"
     _, user = _prompt_text(strategy.build_prompt(REQUEST))
-    assert user == ("Focus=rent values prev=earlier: cat is Miso n=1 range=0-0 {literal}\n"
-                    "[0] USER: hello")
+    assert user == (
+        "Focus=rent values prev=earlier: cat is Miso n=1 range=0-0 {literal}\n[0] USER: hello"
+    )
 
 
 @pytest.mark.parametrize(
@@ -153,8 +179,9 @@ async def test_an_oversized_message_is_shortened_with_a_note() -> None:
 
 
 async def test_context_length_errors_shrink_the_chunk_then_give_up() -> None:
-    summarizer = ScriptedBackbone([ProviderError("context_length", "too long")] * 10,
-                                  context_window=4_000)
+    summarizer = ScriptedBackbone(
+        [ProviderError("context_length", "too long")] * 10, context_window=4_000
+    )
     with pytest.raises(CompactionError, match="rejected every chunk size"):
         await get_strategy("verbatim").summarize(conversation(turns=6), summarizer)
     sizes = [sum(count_message_tokens(m) for m in call.messages) for call in summarizer.calls]

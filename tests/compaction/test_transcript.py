@@ -35,7 +35,7 @@ def _block(kind: int, index: int, results: int) -> list[Message]:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     blocks=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3)), min_size=1, max_size=25),
     sizes=st.lists(st.integers(1, 400), min_size=100, max_size=100),
@@ -83,13 +83,17 @@ def test_summary_message_round_trip() -> None:
 
 def test_render_keeps_ids_paths_and_image_references() -> None:
     call = ToolCall(id="call-7", name="artifact_get", arguments={"path": "derived/x.csv"})
-    image = ImagePart(artifact_id="chart_3f9a1c20", path="artifacts/chart_3f9a1c20.png",
-                      text_representation="city,rent\nBerlin,1830")
+    image = ImagePart(
+        artifact_id="chart_3f9a1c20",
+        path="artifacts/chart_3f9a1c20.png",
+        text_representation="city,rent\nBerlin,1830",
+    )
     messages: list[Message] = [
         UserMessage(content=(TextPart(text="see chart"), image)),
         AssistantMessage(content="checking", tool_calls=(call,)),
-        ToolResultMessage(tool_call_id="call-7", name="artifact_get", content="Berlin,1830",
-                          is_error=False),
+        ToolResultMessage(
+            tool_call_id="call-7", name="artifact_get", content="Berlin,1830", is_error=False
+        ),
     ]
     text = render_transcript(messages, first_index=5)
     assert "[5] USER: see chart" in text
