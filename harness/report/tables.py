@@ -38,10 +38,11 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def table1(agg: Aggregate) -> str:
     """State x condition metrics; percentages except PF and n (counts)."""
     rows = []
-    for state, conds in agg.states.items():
-        for cond, cell in conds.items():
-            values = cell.model_dump()
-            rows.append([cond, state, *(fmt(values[c]) for c in TABLE1_COLUMNS)])
+    for cond in sorted({c for conds in agg.states.values() for c in conds}):
+        for state, conds in agg.states.items():
+            if cond in conds:
+                values = conds[cond].model_dump()
+                rows.append([cond, state, *(fmt(values[c]) for c in TABLE1_COLUMNS)])
     return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
 
 

@@ -13,7 +13,7 @@ canonicalisation (``sources``) and value normalisation (``values``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -34,7 +34,23 @@ class Gold(BaseModel):
     answer: str | None = None
     answer_type: AnswerType = "string"
     tolerance: float | None = Field(default=None, ge=0)
+    unit: str | None = None
     aliases: tuple[str, ...] = ()
+
+    @classmethod
+    def from_question(cls, question: Any) -> Gold:
+        """The gold of a pack question (``harness.packs.Question`` or anything shaped like it)."""
+        return cls.model_validate(
+            {
+                "answerable": str(question.gold_answerable),
+                "source": question.gold_source,
+                "answer": question.gold_answer,
+                "answer_type": str(question.answer_type),
+                "tolerance": question.tolerance,
+                "unit": getattr(question, "unit", None),
+                "aliases": tuple(getattr(question, "aliases", None) or ()),
+            }
+        )
 
     @field_validator("source", "answer", mode="before")
     @classmethod
@@ -88,6 +104,7 @@ def score_outcome(outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | 
             gold.answer_type,
             tolerance=gold.tolerance,
             aliases=gold.aliases,
+            unit=gold.unit,
         )
     )
     return ProbeScore(

@@ -6,9 +6,10 @@ deterministic rules per answer type (documented in docs/metrics.md):
 - numeric: currency symbols/codes, ``%``/percent, thousands separators, magnitude suffixes and
   words (K/thousand, M/mn/million, B/bn/billion, T/tn/trillion), trailing unit words and
   approximate words (about, ~, approximately, …) are accepted; the reply must contain exactly
-  one number. Match when within the tolerance (default ``max(1% of |gold|, 0.5)``), either at
-  full scale or, when only one side carries a magnitude, mantissa against mantissa
-  ("516.4 billion" matches a gold "516.40" read off a chart in billions).
+  one number. Values compare in the gold's written units (its unit may carry a magnitude, e.g.
+  "thousand tonnes"), within the tolerance (default ``max(1% of |gold|, 0.5)``); when only one
+  side carries a magnitude the bare mantissa also counts ("516.4 billion" matches a gold
+  "516.40" read off a chart in billions).
 - year: exactly one four-digit year, equal to the gold year.
 - date: ISO, month-name and numeric forms; ``d/m/y`` vs ``m/d/y`` matches if either reading
   equals the gold date; the gold's granularity (day or month) decides what is compared.
@@ -100,21 +101,37 @@ def default_tolerance(gold: float) -> float:
     return max(0.01 * abs(gold), 0.5)
 
 
-def numeric_matches(predicted: str, gold: str, tolerance: float | None = None) -> bool:
+_UNIT_MAGNITUDES = {"thousand", "million", "billion", "trillion", "mn", "mln", "bn", "tn"}
+
+
+def unit_multiplier(unit: str | None) -> float:
+    """Magnitude implied by a gold unit such as "thousand tonnes" or "USD bn" (else 1)."""
+    for word in re.findall(r"[A-Za-z]+", unit or ""):
+        if word.lower() in _UNIT_MAGNITUDES or word in {"K", "M", "B", "T"}:
+            return _MAGNITUDES[word.lower()]
+    return 1.0
+
+
+def numeric_matches(
+    predicted: str, gold: str, tolerance: float | None = None, unit: str | None = None
+) -> bool:
+    """Compare in the gold's written units: the tolerance applies there.
+
+    The gold's scale is its own magnitude suffix, else the magnitude of its unit. A prediction is
+    read at full scale; when exactly one of prediction and gold carries a magnitude, its bare
+    mantissa is also a reading ("47.3" for 47.3 thousand tonnes, "516.4 billion" for a 516.40
+    read off a chart in billions).
+    """
     pred_q, gold_q = parse_quantities(predicted), parse_quantities(gold)
     if len(pred_q) != 1 or len(gold_q) != 1:
         return False
     pred, ref = pred_q[0], gold_q[0]
-    if abs(pred.value - ref.value) <= _tolerance(ref.value, tolerance):
-        return True
-    one_side_scaled = (pred.multiplier == 1.0) != (ref.multiplier == 1.0)
-    return one_side_scaled and abs(pred.mantissa - ref.mantissa) <= _tolerance(
-        ref.mantissa, tolerance
-    )
-
-
-def _tolerance(gold: float, tolerance: float | None) -> float:
-    return tolerance if tolerance is not None else default_tolerance(gold)
+    scale = ref.multiplier if ref.multiplier != 1.0 else unit_multiplier(unit)
+    readings = [pred.value / scale]
+    if (pred.multiplier == 1.0) != (scale == 1.0):
+        readings.append(pred.mantissa)
+    allowed = tolerance if tolerance is not None else default_tolerance(ref.mantissa)
+    return any(abs(reading - ref.mantissa) <= allowed for reading in readings)
 
 
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?![\d.,]\d)")
@@ -181,20 +198,22 @@ def value_matches(
     *,
     tolerance: float | None = None,
     aliases: tuple[str, ...] = (),
+    unit: str | None = None,
 ) -> bool:
     """``norm(predicted) == gold`` under the rules of ``answer_type``; NONE never matches."""
     if predicted is None or not predicted.strip() or predicted.strip().upper() == "NONE":
         return False
     return any(
-        _matches_one(predicted, candidate, answer_type, tolerance) for candidate in (gold, *aliases)
+        _matches_one(predicted, candidate, answer_type, tolerance, unit)
+        for candidate in (gold, *aliases)
     )
 
 
 def _matches_one(
-    predicted: str, gold: str, answer_type: AnswerType, tolerance: float | None
+    predicted: str, gold: str, answer_type: AnswerType, tolerance: float | None, unit: str | None
 ) -> bool:
     if answer_type == "numeric":
-        return numeric_matches(predicted, gold, tolerance)
+        return numeric_matches(predicted, gold, tolerance, unit)
     if answer_type == "year":
         return year_matches(predicted, gold)
     if answer_type == "date":

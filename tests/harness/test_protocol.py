@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.protocol import parse_response, probe_prompt
 
@@ -90,3 +94,38 @@ def test_prompt_reply_round_trip() -> None:
         for line, value in zip(lines, ["NO", "NONE", "NONE"], strict=True)
     )
     assert not parse_response(filled).pf
+
+
+_FIELD_WORD = re.compile(r"answer|source|think|```|~~~", re.IGNORECASE)
+_VALUE = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="*_`'\"=:"
+    ),
+    min_size=1,
+    max_size=30,
+).filter(lambda v: v.strip(" \t.;,") == v and v.strip() and not _FIELD_WORD.search(v))
+
+
+@given(
+    answerable=st.sampled_from(["YES", "NO", "yes", "No"]),
+    source=_VALUE,
+    answer=_VALUE,
+    template=st.sampled_from(
+        [
+            "ANSWERABLE={z}\nSOURCE={s}\nANSWER={a}",
+            "**ANSWERABLE:** {z}\n**SOURCE:** {s}\n**ANSWER:** {a}",
+            "```\nANSWERABLE = {z}\nSOURCE = `{s}`\nANSWER = {a}\n```",
+            "Sure.\n\nANSWERABLE={z} SOURCE={s} ANSWER={a}",
+        ]
+    ),
+)
+def test_well_formed_replies_round_trip(
+    answerable: str, source: str, answer: str, template: str
+) -> None:
+    outcome = parse_response(template.format(z=answerable, s=source, a=answer))
+    assert not outcome.pf, outcome.pf_reason
+    assert outcome.parsed.answerable == answerable.upper()
+    expected_source = (
+        "NONE" if source.strip().upper() in {"NONE", "<NONE>", "[NONE]"} else source.strip()
+    )
+    assert outcome.parsed.source == expected_source

@@ -15,7 +15,7 @@ from harness.scoring import (
     score_reply,
     value_matches,
 )
-from harness.scoring.values import default_tolerance, parse_quantities
+from harness.scoring.values import default_tolerance, parse_quantities, unit_multiplier
 
 
 @pytest.mark.parametrize(
@@ -244,3 +244,53 @@ def test_gold_validation() -> None:
     assert Gold(answerable="NO", source="NONE", answer="none").answer is None
     with pytest.raises(ValueError):
         Gold(answerable="YES", source="c", answer="1", answer_type="colour")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("predicted", "expected"),
+    [
+        ("47.3", True),
+        ("47.3 thousand tonnes", True),
+        ("47,300 tonnes", True),
+        ("47.3k", True),
+        ("47.34", True),  # within the question's tolerance of 0.05
+        ("47.4", False),
+        ("47.3 million tonnes", False),
+        ("47.3 tonnes (thousands)", True),
+    ],
+)
+def test_gold_unit_carries_a_magnitude(predicted: str, expected: bool) -> None:
+    got = value_matches(predicted, "47.3", "numeric", tolerance=0.05, unit="thousand tonnes")
+    assert got is expected
+
+
+def test_unit_multiplier() -> None:
+    assert unit_multiplier("thousand tonnes") == 1e3
+    assert unit_multiplier("USD bn") == 1e9
+    assert unit_multiplier("M users") == 1e6
+    assert (
+        unit_multiplier("m") == 1.0
+        and unit_multiplier("kg") == 1.0
+        and unit_multiplier(None) == 1.0
+    )
+
+
+@pytest.mark.parametrize("pack_name", ["mirage-core", "mirage-ext"])
+def test_bundled_pack_golds_score_as_grounded(pack_name: str) -> None:
+    """Every question of the bundled pack: its own gold reply is grounded, a refusal is right
+    exactly for the unanswerable ones, and a perturbed value is not accepted."""
+    packs = pytest.importorskip("harness.packs")
+    pack = packs.load_pack(pack_name)
+    resolver = KnownIdResolver(pack.artifacts)
+    for question in pack.questions:
+        gold = Gold.from_question(question)
+        if gold.answerable == "YES":
+            reply = f"ANSWERABLE=YES\nSOURCE={gold.source}\nANSWER={gold.answer} {gold.unit or ''}"
+            assert score_reply(reply, gold, resolver).GC == 1, question.id
+            if gold.answer_type in ("numeric", "year"):
+                wrong_value = float(gold.answer or 0) * 3 + 7
+                wrong = f"ANSWERABLE=YES\nSOURCE={gold.source}\nANSWER={wrong_value}"
+                assert score_reply(wrong, gold, resolver).VC == 0, question.id
+        else:
+            score = score_reply("ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE", gold, resolver)
+            assert (score.AC, score.HR) == (1, 0), question.id
