@@ -54,7 +54,13 @@ def _source_resolver(
 
 def rescore(directory: DirArgument, workspace: WorkspaceOption = None) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs with the current scorer."""
-    from harness.records import RESULTS_FILE, read_records, rescore_record, rewrite_records
+    from harness.records import (
+        RESULTS_FILE,
+        ResultsLogError,
+        read_records,
+        rescore_record,
+        rewrite_records,
+    )
 
     path = directory / RESULTS_FILE
     try:
@@ -68,12 +74,15 @@ def rescore(directory: DirArgument, workspace: WorkspaceOption = None) -> None:
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     changed = sum(old != new for old, new in zip(records, rescored, strict=True))
-    rewrite_records(path, rescored)
+    try:
+        rewrite_records(path, rescored)
+    except ResultsLogError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     typer.echo(f"rescored {len(rescored)} records in {path}; {changed} changed")
 
 
 def report(directory: DirArgument) -> None:
-    """Write summary.json, details.json, report.md and figures/ for DIR and print Table 1."""
+    """Write summary.json, details.json, report.md and figures/ for DIR; print Tables 1-2."""
     from harness.records import ResultsLogError
     from harness.report import write_report
     from harness.report.tables import table1, table2
@@ -99,7 +108,9 @@ def run() -> None:
 
 
 def register_run(app: typer.Typer) -> None:
-    app.command("run")(run)
+    from harness.run_cli import register as register_runner
+
+    register_runner(app)
 
 
 def register(app: typer.Typer) -> None:

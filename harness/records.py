@@ -278,12 +278,23 @@ class ResultsLog:
 
 
 def rewrite_records(path: str | os.PathLike[str], records: Iterable[ProbeRecord]) -> None:
-    """Atomically replace a results file (used by rescore): temp file, fsync, rename."""
+    """Atomically replace a results file (used by rescore): temp file, fsync, rename.
+
+    Refused while a run holds the file open for writing.
+    """
     target = Path(path)
-    temp = target.with_name(target.name + ".tmp")
-    with open(temp, "wb") as handle:
-        for record in _unique(records, target):
-            handle.write((record.model_dump_json() + "\n").encode())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, target)
+    guard = os.open(target, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise ResultsLogError(f"{target} is being written by a run; rescore later") from exc
+        temp = target.with_name(target.name + ".tmp")
+        with open(temp, "wb") as handle:
+            for record in _unique(records, target):
+                handle.write((record.model_dump_json() + "\n").encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    finally:
+        os.close(guard)

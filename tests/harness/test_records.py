@@ -22,6 +22,7 @@ from harness.records import (
     read_records,
     rescore_record,
     retrieval_path,
+    rewrite_records,
 )
 from harness.scoring import Gold, KnownIdResolver
 
@@ -99,6 +100,16 @@ def test_second_writer_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     with ResultsLog(path), pytest.raises(ResultsLogError, match="another run"):
         ResultsLog(path)
+
+
+def test_rewrite_is_refused_while_a_run_writes(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        results.append(_record(0))
+        with pytest.raises(ResultsLogError, match="rescore later"):
+            rewrite_records(path, [_record(1)])
+    rewrite_records(path, [_record(1), _record(1)])
+    assert [r.question_id for r in read_records(path)] == ["q1"]
 
 
 WRITER = textwrap.dedent(
