@@ -1,0 +1,81 @@
+"""``mirage pack``: validate, build (the bundled packs, byte-identically) and import packs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+pack_app = typer.Typer(
+    help="Evidence packs: validate, rebuild the bundled packs, import banks.", no_args_is_help=True
+)
+
+
+@pack_app.command("validate")
+def validate_command(
+    pack: Annotated[
+        str, typer.Argument(help="bundled pack name (mirage-core, mirage-ext) or path")
+    ],
+) -> None:
+    """Check a pack: schema, files, pairing, golds against data, filler disjointness."""
+    from harness.packs.validate import validate_pack
+
+    problems = validate_pack(pack)
+    if problems:
+        typer.echo(f"{pack}: {len(problems)} problem(s)", err=True)
+        for problem in problems:
+            typer.echo(f"  - {problem}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo(f"{pack}: ok")
+
+
+@pack_app.command("build")
+def build_command(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="output folder (default: bundled)")
+    ] = None,
+    name: Annotated[list[str] | None, typer.Option("--name", help="build only these packs")] = None,
+) -> None:
+    """Regenerate the bundled packs from harness/packs/sources."""
+    from harness.packs.build import BUNDLED_PACKS, build_pack
+    from harness.packs.pack import BUNDLED_DIR
+
+    target = out or BUNDLED_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for pack_name in name or list(BUNDLED_PACKS):
+        try:
+            path = build_pack(pack_name, target)
+        except KeyError as exc:
+            typer.echo(str(exc.args[0]), err=True)
+            raise typer.Exit(code=2) from exc
+        typer.echo(f"built {pack_name} -> {path}")
+
+
+@pack_app.command("import")
+def import_command(
+    bank: Annotated[Path, typer.Argument(help="reference question bank JSON (base_questions)")],
+    artifacts: Annotated[Path, typer.Option("--artifacts", help="folder with the artifact files")],
+    out: Annotated[Path, typer.Option("--out", help="pack folder to write")],
+    name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
+) -> None:
+    """Turn a reference MIRAGE bank plus your artifact files into a pack, then validate it."""
+    from harness.packs.importer import import_bank
+    from harness.packs.schema import PackFormatError
+    from harness.packs.validate import validate_pack
+
+    try:
+        path = import_bank(bank, artifacts, out, name)
+    except PackFormatError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(code=1) from exc
+    problems = validate_pack(path)
+    for problem in problems:
+        typer.echo(f"  - {problem}", err=True)
+    typer.echo(f"imported into {path}" + (f" with {len(problems)} problem(s)" if problems else ""))
+    if problems:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(pack_app, name="pack")
