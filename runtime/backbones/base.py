@@ -21,8 +21,15 @@ from runtime.profiles import ModelProfile
 
 ToolMode = Literal["native", "text"]
 ProviderErrorKind = Literal[
-    "rate_limit", "server_error", "timeout", "context_length", "malformed_response",
-    "auth", "bad_request", "connection", "unknown",
+    "rate_limit",
+    "server_error",
+    "timeout",
+    "context_length",
+    "malformed_response",
+    "auth",
+    "bad_request",
+    "connection",
+    "unknown",
 ]
 RETRYABLE_KINDS: frozenset[str] = frozenset(
     {"rate_limit", "server_error", "timeout", "malformed_response", "connection"}
@@ -32,11 +39,19 @@ RETRYABLE_KINDS: frozenset[str] = frozenset(
 class ProviderError(Exception):
     """A backbone call failed for a reason that is not the model's output."""
 
-    def __init__(self, kind: ProviderErrorKind, message: str, *, attempts: int = 1) -> None:
+    def __init__(
+        self,
+        kind: ProviderErrorKind,
+        message: str,
+        *,
+        attempts: int = 1,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(f"{kind}: {message} (after {attempts} attempt(s))")
         self.kind: ProviderErrorKind = kind
         self.detail = message
         self.attempts = attempts
+        self.retry_after_s = retry_after_s  # the server's Retry-After hint, when it sent one
 
     @property
     def retryable(self) -> bool:

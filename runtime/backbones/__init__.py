@@ -1,0 +1,129 @@
+"""Backbones behind the ``Backbone`` seam, chosen by model string.
+
+``make_backbone(None)`` or ``make_backbone("local/smollm2-135m")`` gives the embedded SmolLM2
+model (offline, in process); any other string is a litellm model (``openai/...`` with
+``api_base``, ``anthropic/...``, ``hosted_vllm/...``, ``ollama/...``). Heavy libraries
+(litellm, llama_cpp) load only when a backbone is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.backbones.base import (
+    RETRYABLE_KINDS,
+    Backbone,
+    Completion,
+    ProviderError,
+    ProviderErrorKind,
+    ToolMode,
+)
+from runtime.backbones.litellm_backbone import LiteLLMBackbone, RetryPolicy
+from runtime.backbones.local import SMOLLM2_MODEL, EmbeddedBackbone
+from runtime.backbones.scripted import (
+    FunctionBackbone,
+    RecordedCall,
+    ScriptedBackbone,
+    ScriptedReply,
+    ScriptExhausted,
+)
+
+DEFAULT_MODEL = SMOLLM2_MODEL
+LOCAL_MODELS: tuple[str, ...] = (SMOLLM2_MODEL,)
+LOCAL_PREFIX = "local/"
+
+_LITELLM_OPTIONS = frozenset(
+    {
+        "api_base",
+        "api_key",
+        "tool_mode",
+        "context_window",
+        "max_output_tokens",
+        "temperature",
+        "timeout_s",
+        "max_retries",
+        "base_delay_s",
+        "max_delay_s",
+        "profile",
+        "extra_params",
+    }
+)
+_LOCAL_OPTIONS = frozenset(
+    {
+        "tool_mode",
+        "context_window",
+        "max_output_tokens",
+        "temperature",
+        "profile",
+        "model_path",
+        "seed",
+        "n_threads",
+        "default_system",
+    }
+)
+
+
+def make_backbone(model: str | None = None, **options: Any) -> Backbone:
+    """The backbone for ``model`` (default: the embedded SmolLM2). Options: api_base, api_key,
+    tool_mode, context_window, max_output_tokens, temperature, timeout_s, max_retries
+    (plus base_delay_s, max_delay_s, profile, extra_params for litellm; model_path, seed,
+    n_threads, default_system for the embedded model). ``None`` values are ignored."""
+    if model is not None and not model.strip():
+        raise ValueError("model must be a non-empty model string or None (the default model)")
+    chosen = model or DEFAULT_MODEL
+    given = {key: value for key, value in options.items() if value is not None}
+    if chosen.startswith(LOCAL_PREFIX):
+        return _make_local(chosen, given)
+    return _make_litellm(chosen, given)
+
+
+def _check_options(model: str, given: dict[str, Any], allowed: frozenset[str]) -> None:
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown backbone option(s) for {model!r}: {', '.join(unknown)} "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _make_local(model: str, given: dict[str, Any]) -> EmbeddedBackbone:
+    if model not in LOCAL_MODELS:
+        raise ValueError(
+            f"unknown local model {model!r}; embedded models: {', '.join(LOCAL_MODELS)} "
+            f"(for a served model use a litellm string such as 'hosted_vllm/NAME' or "
+            f"'ollama/NAME' with api_base)"
+        )
+    _check_options(model, given, _LOCAL_OPTIONS)
+    if given.pop("tool_mode", "text") != "text":
+        raise ValueError(f"{model} supports only tool_mode='text' (it has no native tool calls)")
+    return EmbeddedBackbone(model, **given)
+
+
+def _make_litellm(model: str, given: dict[str, Any]) -> LiteLLMBackbone:
+    _check_options(model, given, _LITELLM_OPTIONS)
+    retry_fields = ("max_retries", "base_delay_s", "max_delay_s")
+    retry = RetryPolicy(**{key: given.pop(key) for key in retry_fields if key in given})
+    tool_mode = given.pop("tool_mode", None)
+    if tool_mode not in (None, "native", "text"):
+        raise ValueError(f"tool_mode must be 'native' or 'text', got {tool_mode!r}")
+    return LiteLLMBackbone(model, tool_mode=tool_mode, retry=retry, **given)
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "RETRYABLE_KINDS",
+    "Backbone",
+    "Completion",
+    "EmbeddedBackbone",
+    "FunctionBackbone",
+    "LiteLLMBackbone",
+    "ProviderError",
+    "ProviderErrorKind",
+    "RecordedCall",
+    "RetryPolicy",
+    "ScriptExhausted",
+    "ScriptedBackbone",
+    "ScriptedReply",
+    "ToolMode",
+    "make_backbone",
+]

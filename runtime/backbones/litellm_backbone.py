@@ -1,0 +1,283 @@
+"""Any hosted or served model through litellm (OpenAI, Anthropic, hosted vLLM, Ollama, ...).
+
+Above: the agent loop, through the ``Backbone`` seam. Below: ``litellm.acompletion``, with
+litellm's own retries switched off: this module retries rate limits, 5xx, timeouts, connection
+errors and malformed responses itself with bounded exponential backoff and jitter, and raises
+``ProviderError`` (with the attempt count) when they persist. Context-length, auth and
+bad-request errors are raised at once. ``completion_cost`` is never called (it raises for
+models missing from the price map).
+
+Tool modes: ``native`` sends ``tools=[...]`` and returns the provider's structured calls as
+``native_tool_calls``; ``text`` writes the tools into the system prompt and returns the raw
+text for the runtime's parser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.backbones.base import Completion, ProviderError, ProviderErrorKind, ToolMode
+from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
+from runtime.backbones.scripted import estimate_usage
+from runtime.messages import Message, ToolCall, ToolSpec, Usage
+from runtime.profiles import ModelProfile, resolve_profile
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_CONTEXT_WINDOW = 8192
+"""Used when neither the config nor litellm's model table knows the window: small enough
+that the context guard errs on the safe side for unknown served models."""
+
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""Key under which native tool-call arguments that are not a JSON object are kept verbatim."""
+
+
+class RetryPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_retries: int = Field(default=3, ge=0)
+    base_delay_s: float = Field(default=0.5, ge=0)
+    max_delay_s: float = Field(default=8.0, ge=0)
+
+    def delay(self, retry_number: int, retry_after_s: float | None = None) -> float:
+        """Backoff before retry ``retry_number`` (1-based): exponential with jitter in
+        [50 %, 100 %], raised to a server's Retry-After, never above ``max_delay_s``."""
+        exponential = self.base_delay_s * 2 ** (retry_number - 1)
+        delay = exponential * random.uniform(0.5, 1.0)
+        if retry_after_s is not None:
+            delay = max(delay, retry_after_s)
+        return min(delay, self.max_delay_s)
+
+
+class LiteLLMBackbone:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        tool_mode: ToolMode | None = None,
+        profile: ModelProfile | None = None,
+        context_window: int | None = None,
+        max_output_tokens: int | None = 1024,
+        temperature: float | None = 0.0,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        extra_params: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.profile = profile or resolve_profile(model)
+        self.tool_mode: ToolMode = tool_mode or default_tool_mode(self.profile)
+        self.api_base = api_base
+        self.api_key = api_key
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.extra_params = dict(extra_params or {})
+        self.context_window = context_window or known_context_window(model)
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        request = self._request(messages, tools)
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                response = await self._call(request)
+                return self._to_completion(response, messages, tools, started)
+            except ProviderError as error:
+                if not error.retryable or attempt > self.retry.max_retries:
+                    raise ProviderError(error.kind, error.detail, attempts=attempt) from error
+                delay = self.retry.delay(attempt, error.retry_after_s)
+                log.warning(
+                    "provider_retry",
+                    model=self.model,
+                    kind=error.kind,
+                    attempt=attempt,
+                    delay_s=round(delay, 3),
+                )
+                await asyncio.sleep(delay)
+
+    def _request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(messages, tools, self.profile, self.tool_mode),
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+            **self.extra_params,
+        }
+        openai_tools = to_openai_tools(tools, self.tool_mode)
+        if openai_tools:
+            request["tools"] = openai_tools
+        optional = {
+            "api_base": self.api_base,
+            "api_key": self.api_key,
+            "max_tokens": self.max_output_tokens,
+            "temperature": self.temperature,
+        }
+        request.update({key: value for key, value in optional.items() if value is not None})
+        return request
+
+    async def _call(self, request: dict[str, Any]) -> Any:
+        import litellm
+
+        litellm.suppress_debug_info = True  # litellm prints help banners to stdout otherwise
+        try:
+            return await litellm.acompletion(**request)
+        except Exception as exc:  # the provider boundary: every failure becomes typed
+            raise provider_error_from(exc) from exc
+
+    def _to_completion(
+        self,
+        response: Any,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        started: float,
+    ) -> Completion:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise ProviderError("malformed_response", "the response has no choices")
+        message = getattr(choices[0], "message", None)
+        if message is None:
+            raise ProviderError("malformed_response", "the first choice has no message")
+        text = message.content if isinstance(message.content, str) else ""
+        calls = tuple(_tool_call(raw) for raw in (getattr(message, "tool_calls", None) or ()))
+        usage = provider_usage(response) or estimate_usage(messages, tools, text, calls)
+        return Completion(
+            text=text,
+            native_tool_calls=calls,
+            usage=usage,
+            finish_reason=getattr(choices[0], "finish_reason", None),
+            model=str(getattr(response, "model", None) or self.model),
+            latency_s=time.perf_counter() - started,
+        )
+
+
+def default_tool_mode(profile: ModelProfile) -> ToolMode:
+    return "native" if profile.parser == "native" else "text"
+
+
+def known_context_window(model: str) -> int:
+    """litellm's max input tokens for ``model`` when its table knows it, else the default."""
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # litellm raises a bare Exception for models it does not know
+        return DEFAULT_CONTEXT_WINDOW
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if window else DEFAULT_CONTEXT_WINDOW
+
+
+def provider_usage(response: Any) -> Usage | None:
+    """The provider's usage record, or None when it reported none (all zeros counts as none)."""
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output = int(getattr(usage, "completion_tokens", 0) or 0)
+    if usage is None or (prompt == 0 and output == 0):
+        return None
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return Usage(input_tokens=prompt, output_tokens=output, cached_tokens=min(cached, prompt))
+
+
+def _tool_call(raw: Any) -> ToolCall:
+    function = raw.function
+    name = function.name or ""
+    return ToolCall(id=raw.id or f"call_{name}", name=name, arguments=_arguments(function))
+
+
+def _arguments(function: Any) -> dict[str, Any]:
+    text = function.arguments or "{}"
+    if isinstance(text, dict):
+        return text
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError:
+        arguments = None
+    return arguments if isinstance(arguments, dict) else {RAW_ARGUMENTS_KEY: text}
+
+
+def provider_error_from(exc: BaseException) -> ProviderError:
+    """Map a litellm (or transport) exception to a typed ``ProviderError``."""
+    kind = _error_kind(exc)
+    message = f"{type(exc).__name__}: {exc}"[:2000]
+    return ProviderError(kind, message, retry_after_s=_retry_after_s(exc))
+
+
+def _error_kind(exc: BaseException) -> ProviderErrorKind:
+    import litellm
+
+    ordered: list[tuple[type[BaseException], ProviderErrorKind]] = [
+        (litellm.ContextWindowExceededError, "context_length"),
+        (litellm.RateLimitError, "rate_limit"),
+        (litellm.Timeout, "timeout"),
+        (asyncio.TimeoutError, "timeout"),
+        (litellm.AuthenticationError, "auth"),
+        (litellm.PermissionDeniedError, "auth"),
+        (litellm.APIResponseValidationError, "malformed_response"),
+        (json.JSONDecodeError, "malformed_response"),
+        (litellm.BadRequestError, "bad_request"),
+        (litellm.NotFoundError, "bad_request"),
+        (litellm.UnprocessableEntityError, "bad_request"),
+        (litellm.InternalServerError, "server_error"),
+        (litellm.ServiceUnavailableError, "server_error"),
+        (litellm.BadGatewayError, "server_error"),
+        (litellm.APIConnectionError, "connection"),
+    ]
+    for exc_type, kind in ordered:
+        if isinstance(exc, exc_type):
+            return _refine(exc, kind)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return "server_error"
+    return _refine(exc, "unknown")
+
+
+def _refine(exc: BaseException, kind: ProviderErrorKind) -> ProviderErrorKind:
+    """Some providers report context overflow as a plain bad request, and litellm reports a
+    refused or dropped connection as a 500 ``InternalServerError``."""
+    text = str(exc).lower()
+    overflow_markers = ("context length", "context_length_exceeded", "context window")
+    if kind in ("bad_request", "unknown") and any(marker in text for marker in overflow_markers):
+        return "context_length"
+    if kind in ("server_error", "unknown") and _caused_by_connection_failure(exc):
+        return "connection"
+    return kind
+
+
+def _caused_by_connection_failure(exc: BaseException) -> bool:
+    import httpx
+    import openai
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        is_timeout = isinstance(seen, openai.APITimeoutError | httpx.TimeoutException)
+        if not is_timeout and isinstance(seen, openai.APIConnectionError | httpx.TransportError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "connection error" in str(exc).lower()
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

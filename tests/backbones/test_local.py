@@ -1,0 +1,129 @@
+"""EmbeddedBackbone: real SmolLM2-135M generations through llama-cpp-python."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runtime.backbones import EmbeddedBackbone, ProviderError
+from runtime.backbones.local import render_chatml
+from runtime.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+
+FACTS = "\n".join(
+    f"Fact {index}: the crate labelled K-{index * 37 % 1000} holds {index % 9 + 1} blue marbles."
+    for index in range(1, 41)
+)
+RECALL = ToolSpec(name="artifact_recall", description="Recall an artifact by id.")
+
+
+@pytest.fixture(scope="module")
+def backbone() -> EmbeddedBackbone:
+    loaded = EmbeddedBackbone(max_output_tokens=6)
+    loaded.load()
+    return loaded
+
+
+def probe(question: str) -> list[Message]:
+    return [
+        SystemMessage(content=f"You answer from this inventory (kv-reuse test).\n{FACTS}"),
+        UserMessage.text(question),
+    ]
+
+
+async def test_one_real_generation(backbone: EmbeddedBackbone) -> None:
+    completion = await backbone.complete([UserMessage.text("Say hello.")], [])
+    assert completion.text.strip()
+    assert completion.model == "local/smollm2-135m"
+    assert completion.usage.source == "provider"
+    assert completion.usage.input_tokens > 10
+    assert 1 <= completion.usage.output_tokens <= 6
+    assert completion.finish_reason in ("stop", "length")
+
+
+async def test_hitting_max_tokens_reports_length(backbone: EmbeddedBackbone) -> None:
+    completion = await backbone.complete(
+        [UserMessage.text("Write a long story about a lighthouse keeper.")], []
+    )
+    assert completion.usage.output_tokens == 6
+    assert completion.finish_reason == "length" and completion.truncated
+
+
+async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) -> None:
+    first = await backbone.complete(probe("Which crate holds the most marbles?"), [])
+    prompt_tokens = first.usage.input_tokens
+    assert prompt_tokens > 600
+    assert first.usage.cached_tokens < 20
+    later = [
+        await backbone.complete(probe(question), [])
+        for question in ("How many marbles are in K-37?", "Name one crate.")
+    ]
+    for completion in later:
+        assert completion.usage.cached_tokens > prompt_tokens - 30
+        assert completion.latency_s < first.latency_s / 3
+
+
+async def test_repeating_a_prompt_is_deterministic(backbone: EmbeddedBackbone) -> None:
+    messages = [UserMessage.text("Name a colour.")]
+    first = await backbone.complete(messages, [])
+    await backbone.complete([UserMessage.text("Something else entirely.")], [])
+    assert (await backbone.complete(messages, [])).text == first.text
+
+
+async def test_a_prompt_beyond_the_window_is_a_context_length_error(
+    backbone: EmbeddedBackbone,
+) -> None:
+    huge = [UserMessage.text("marble " * 9000)]
+    with pytest.raises(ProviderError) as caught:
+        await backbone.complete(huge, [])
+    assert caught.value.kind == "context_length" and not caught.value.retryable
+
+
+async def test_concurrent_callers_are_serialised(backbone: EmbeddedBackbone) -> None:
+    questions = ("Say one.", "Say two.", "Say three.")
+    results = await asyncio.gather(
+        *(backbone.complete([UserMessage.text(question)], []) for question in questions)
+    )
+    assert all(result.usage.output_tokens >= 1 for result in results)
+
+
+async def test_tools_and_tool_results_are_rendered_in_text_mode(
+    backbone: EmbeddedBackbone,
+) -> None:
+    messages: list[Message] = [
+        SystemMessage(content="Use tools."),
+        UserMessage.text("Recall a1."),
+        AssistantMessage(raw='<tool_call>\n{"name": "artifact_recall"}\n</tool_call>'),
+        ToolResultMessage(tool_call_id="c1", name="artifact_recall", content="a1: apples"),
+    ]
+    prompt = backbone.render_prompt(messages, [RECALL])
+    assert prompt.startswith("<|im_start|>system\nUse tools.\n\n")
+    assert "<tools>" in prompt
+    assert "<|im_start|>user\n<tool_response>\na1: apples\n</tool_response><|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+    assert (await backbone.complete(messages, [RECALL])).usage.output_tokens >= 1
+
+
+def test_chatml_adds_the_default_system_prompt_only_when_missing() -> None:
+    rendered = render_chatml([{"role": "user", "content": "hi"}], default_system="Be kind.")
+    assert rendered == (
+        "<|im_start|>system\nBe kind.<|im_end|>\n"
+        "<|im_start|>user\nhi<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    own = render_chatml([{"role": "system", "content": "Mine."}], default_system="Be kind.")
+    assert own.count("<|im_start|>system") == 1 and "Mine." in own
+
+
+def test_image_parts_cannot_reach_the_chatml_renderer() -> None:
+    with pytest.raises(ValueError, match="text-only"):
+        render_chatml(
+            [{"role": "user", "content": [{"type": "text", "text": "x"}]}], default_system=None
+        )
