@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PACK_FORMAT = "mirage-pack/1"
+YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NONE = "NONE"
 ARTIFACT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
 QUESTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
@@ -272,7 +273,7 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise PackFormatError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         raise PackFormatError(path, [f"not valid YAML: {exc}"]) from exc
 
