@@ -9,7 +9,6 @@ opened in append mode, under a lock, so concurrent calls never interleave.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import threading
 from pathlib import Path
@@ -26,9 +25,13 @@ class CallRecord(BaseModel):
     time: str = Field(description="UTC time the call finished, ISO 8601")
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    hits: list[str] = Field(default_factory=list, description="artifact ids returned, in rank order")
+    hits: list[str] = Field(
+        default_factory=list, description="artifact ids returned, in rank order"
+    )
     tag: str | None = Field(default=None, description="caller/session attribution tag")
-    session: str | None = Field(default=None, description="MCP session id when the transport has one")
+    session: str | None = Field(
+        default=None, description="MCP session id when the transport has one"
+    )
     transport: str = "unknown"
     latency_ms: float = 0.0
     error: str | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import re
@@ -161,26 +162,62 @@ def _json_pieces(text: str) -> Iterator[Piece]:
     except json.JSONDecodeError:
         yield from _paragraph_pieces(text)
         return
-    last_line = max(1, text.count("\n") + 1)
     groups = _json_groups(data, "$")
-    for locator, leaves in groups:
+    spans = _json_group_lines(text, data, len(groups))
+    for (locator, leaves), (first, last) in zip(groups, spans, strict=True):
         buffer: list[str] = []
         for leaf in leaves:
             if buffer and _size(buffer) + len(leaf) > MAX_CHUNK_CHARS:
-                yield "\n".join(buffer), 1, last_line, locator
+                yield "\n".join(buffer), first, last, locator
                 buffer = []
             buffer.append(leaf[: MAX_CHUNK_CHARS * 2])
         if buffer:
-            yield "\n".join(buffer), 1, last_line, locator
+            yield "\n".join(buffer), first, last, locator
 
 
 def _json_groups(data: Any, root: str) -> list[tuple[str, list[str]]]:
     """One group per record of a top-level list, per top-level key of an object."""
     if isinstance(data, list):
-        return [(f"{root}[{index}]", _leaves(item, f"{root}[{index}]")) for index, item in enumerate(data)]
+        return [
+            (f"{root}[{index}]", _leaves(item, f"{root}[{index}]"))
+            for index, item in enumerate(data)
+        ]
     if isinstance(data, dict):
         return [(f"{root}.{key}", _leaves(value, f"{root}.{key}")) for key, value in data.items()]
     return [(root, _leaves(data, root))]
+
+
+def _json_group_lines(text: str, data: Any, count: int) -> list[tuple[int, int]]:
+    """The line span of each top-level member, found by decoding the members in order."""
+    last_line = max(1, text.count("\n") + 1)
+    starts = _member_offsets(text, data)
+    if len(starts) != count:
+        return [(1, last_line)] * count
+    lines = [text.count("\n", 0, offset) + 1 for offset in starts]
+    ends = [max(line, following - 1) for line, following in itertools.pairwise(lines)]
+    return list(zip(lines, [*ends, last_line], strict=True))
+
+
+def _member_offsets(text: str, data: Any) -> list[int]:
+    decoder = json.JSONDecoder()
+    offsets: list[int] = []
+    position = text.index("[" if isinstance(data, list) else "{") + 1 if text.strip() else 0
+    if not isinstance(data, list | dict):
+        return [0]
+    for _ in range(len(data)):
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        offsets.append(position)
+        try:
+            if isinstance(data, dict):
+                _, position = decoder.raw_decode(text, position)
+                position = text.index(":", position) + 1
+                while text[position] in " \t\r\n":
+                    position += 1
+            _, position = decoder.raw_decode(text, position)
+        except (ValueError, IndexError):
+            return []
+    return offsets
 
 
 def _leaves(data: Any, path: str) -> list[str]:
@@ -191,7 +228,9 @@ def _leaves(data: Any, path: str) -> list[str]:
     if isinstance(data, list):
         if not data:
             return [f"{path} = []"]
-        return [leaf for index, value in enumerate(data) for leaf in _leaves(value, f"{path}[{index}]")]
+        return [
+            leaf for index, value in enumerate(data) for leaf in _leaves(value, f"{path}[{index}]")
+        ]
     return [f"{path} = {json.dumps(data, ensure_ascii=False)}"]
 
 

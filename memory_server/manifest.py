@@ -60,8 +60,38 @@ _EXTENSION_KINDS: dict[str, FileKind] = {
     ".svg": "image",
 }
 _CODE_EXTENSIONS = frozenset(
-    ".py .js .ts .tsx .jsx .java .go .rs .c .h .cpp .hpp .cs .rb .php .sh .bash .sql .r .jl "
-    ".kt .swift .scala .lua .pl .yaml .yml .toml .ini .cfg".split()
+    [
+        ".py",
+        ".js",
+        ".ts",
+        ".tsx",
+        ".jsx",
+        ".java",
+        ".go",
+        ".rs",
+        ".c",
+        ".h",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".rb",
+        ".php",
+        ".sh",
+        ".bash",
+        ".sql",
+        ".r",
+        ".jl",
+        ".kt",
+        ".swift",
+        ".scala",
+        ".lua",
+        ".pl",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+    ]
 )
 
 

@@ -139,6 +139,8 @@ class Workspace:
         if path in manifest.files:
             return manifest.files[path]
         artifact_id = self.resolve(ref)
+        if artifact_id is None and ("/" in path or "\\" in path or path.startswith(".")):
+            confine(self.root, path)  # a refused path gets its own reason (traversal, symlink)
         record = manifest.artifacts.get(artifact_id) if artifact_id else None
         if record is None or not record.files:
             raise UnknownReferenceError(

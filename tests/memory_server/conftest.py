@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from memory_server.embedding import Embedder
+
 MANIFEST = """\
 artifacts:
   - id: chart_3f9a1c20
@@ -87,3 +89,18 @@ def write_workspace(root: Path) -> Path:
 @pytest.fixture
 def workspace_dir(tmp_path: Path) -> Path:
     return write_workspace(tmp_path / "ws")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """One MiniLM for the whole session (the model itself is cached per process)."""
+    shared = Embedder()
+    shared.embed(["warm up"])
+    return shared
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Workspaces of these tests share one embedding cache, so identical texts are embedded
+    once per session (tests that count embeddings use a private cache)."""
+    return tmp_path_factory.mktemp("embedding-cache") / "embeddings.sqlite"

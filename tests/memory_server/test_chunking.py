@@ -51,12 +51,18 @@ def test_json_fields_are_flattened_per_top_level_key() -> None:
     assert "$.total_eur = 4812.5" in texts
     assert '$.lines[1].item = "installation"' in texts
     assert {chunk.locator for chunk in chunks} >= {"$.invoice_number", "$.lines"}
+    lines = next(chunk for chunk in chunks if chunk.locator == "$.lines")
+    assert '"lines"' in _lines(INVOICE, lines.start_line, lines.start_line)
+    assert (lines.start_line, lines.end_line) == (3, 5)
 
 
 def test_json_list_of_records_gives_one_chunk_per_record() -> None:
     data = json.dumps([{"id": i, "name": f"item {i}"} for i in range(3)])
     chunks = chunk_text(data, "json")
     assert [chunk.locator for chunk in chunks] == ["$[0]", "$[1]", "$[2]"]
+    pretty = json.dumps([{"id": i} for i in range(3)], indent=2)
+    spans = [(chunk.start_line, chunk.end_line) for chunk in chunk_text(pretty, "json")]
+    assert spans == [(2, 4), (5, 7), (8, 11)]
 
 
 def test_invalid_json_falls_back_to_text() -> None:

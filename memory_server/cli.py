@@ -1,0 +1,288 @@
+"""``mirage memory …``: index, search, serve, snapshot and resolve a workspace.
+
+Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below: the memory
+server package. Heavy libraries (chromadb, sentence-transformers, mcp, uvicorn) are imported
+inside the commands so ``mirage --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+memory_app = typer.Typer(
+    name="memory",
+    help="The persistent workspace and its MCP memory server (artifact_recall).",
+    no_args_is_help=True,
+)
+
+WorkspaceArg = Annotated[
+    Path, typer.Argument(help="Workspace directory.", exists=True, file_okay=False)
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", help="sentence-transformers model directory (default: bundled MiniLM)."
+    ),
+]
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--chroma-url", help="Use a Chroma server (http://host:port) instead of the embedded store."
+    ),
+]
+
+
+def _log_to_stderr() -> None:
+    """Logs go to stderr: stdout carries the MCP stdio protocol or command output."""
+    import logging
+
+    import structlog
+
+    structlog.configure(
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+    )
+
+
+@memory_app.callback()
+def _memory_callback() -> None:
+    _log_to_stderr()
+
+
+def _index_config(model: str | None, chroma_url: str | None) -> Any:
+    from memory_server.index import IndexConfig
+
+    return IndexConfig(model_path=model, chroma_url=chroma_url)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+@memory_app.command("index")
+def index_command(
+    workspace: WorkspaceArg,
+    rebuild: Annotated[
+        bool, typer.Option(help="Drop the index and rebuild it from the files.")
+    ] = False,
+    model: ModelOpt = None,
+    chroma_url: ChromaOpt = None,
+) -> None:
+    """Build or update the manifest and the hybrid index of a workspace."""
+    from memory_server.errors import MemoryServerError
+    from memory_server.index import HybridIndex
+    from memory_server.workspace import Workspace
+
+    try:
+        index = HybridIndex(Workspace.open(workspace), _index_config(model, chroma_url))
+        report = index.rebuild() if rebuild else index.sync(collect_garbage=True)
+    except MemoryServerError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(
+        f"indexed {workspace}: +{report.units_added} units (+{report.chunks_added} chunks), "
+        f"-{report.units_removed} units (-{report.chunks_removed} chunks), "
+        f"{report.texts_embedded} texts embedded, {index.chunk_count()} chunks total"
+    )
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+
+
+@memory_app.command("search")
+def search_command(
+    workspace: WorkspaceArg,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int, typer.Option("-k", help="Number of hits.")] = 5,
+    artifact: Annotated[str | None, typer.Option(help="Restrict to one artifact.")] = None,
+    version: Annotated[str | None, typer.Option(help="Search a stored workspace version.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    model: ModelOpt = None,
+    chroma_url: ChromaOpt = None,
+) -> None:
+    """Print the ranked hits artifact_recall would return (for debugging a workspace)."""
+    from memory_server.errors import MemoryServerError
+    from memory_server.service import MemoryService
+    from memory_server.workspace import Workspace
+
+    try:
+        service = MemoryService(
+            Workspace.open(workspace),
+            index_config=_index_config(model, chroma_url),
+            version=version,
+        )
+        result = service.recall(query, k, artifact)
+    except MemoryServerError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    _print_hits(result.hits)
+
+
+def _print_hits(hits: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("#", "score", "artifact", "citation", "snippet", show_lines=True)
+    for rank, hit in enumerate(hits, start=1):
+        table.add_row(str(rank), f"{hit.score:.4f}", hit.artifact_id, hit.citation, hit.snippet)
+    Console().print(table if hits else "no hits")
+
+
+@memory_app.command("snapshot")
+def snapshot_command(workspace: WorkspaceArg) -> None:
+    """Store an immutable version of the workspace and print its id."""
+    from memory_server.workspace import Workspace
+
+    typer.echo(Workspace.open(workspace).snapshot())
+
+
+@memory_app.command("resolve")
+def resolve_command(
+    workspace: WorkspaceArg,
+    refs: Annotated[list[str], typer.Argument(help="References to canonicalise.")],
+) -> None:
+    """Print the canonical artifact id of each reference (or NONE)."""
+    from memory_server.workspace import Workspace
+
+    opened = Workspace.open(workspace)
+    for ref in refs:
+        typer.echo(f"{ref}\t{opened.resolve(ref) or 'NONE'}")
+
+
+@memory_app.command("calls")
+def calls_command(
+    workspace: WorkspaceArg,
+    tag: Annotated[str | None, typer.Option(help="Only calls with this tag.")] = None,
+    call_log: Annotated[Path | None, typer.Option(help="Call log path.")] = None,
+) -> None:
+    """Print the call log (JSON lines)."""
+    from memory_server.calllog import read_calls
+
+    for record in read_calls(call_log or workspace / ".mirage" / "calls.jsonl", tag=tag):
+        typer.echo(record.model_dump_json())
+
+
+@memory_app.command("serve")
+def serve_command(
+    workspace: Annotated[
+        Path,
+        typer.Option(
+            "--workspace", "-w", help="Workspace directory.", exists=True, file_okay=False
+        ),
+    ],
+    http: Annotated[
+        str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Bearer token required from HTTP clients.", envvar="MIRAGE_MEMORY_TOKEN"),
+    ] = None,
+    tag: Annotated[
+        str | None, typer.Option(help="Attribution tag for calls that carry none (stdio).")
+    ] = None,
+    call_log: Annotated[
+        Path | None, typer.Option(help="Call log path (default <workspace>/.mirage/calls.jsonl).")
+    ] = None,
+    version: Annotated[
+        str | None, typer.Option(help="Serve one stored workspace version, read-only.")
+    ] = None,
+    model: ModelOpt = None,
+    chroma_url: ChromaOpt = None,
+) -> None:
+    """Run the MCP memory server (stdio by default). Prints client config snippets to stderr."""
+    from memory_server.errors import MemoryServerError
+    from memory_server.server import build_server
+
+    host, port = _parse_http(http) if http else (None, None)
+    if host is not None:
+        from memory_server.http import check_binding
+
+        try:
+            check_binding(host, token)
+        except ValueError as exc:
+            raise _fail(str(exc)) from exc
+    try:
+        server = build_server(
+            workspace,
+            index_config=_index_config(model, chroma_url),
+            call_log=call_log,
+            tag=tag,
+            version=version,
+            transport="http" if http else "stdio",
+        )
+    except (MemoryServerError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    import threading
+
+    from memory_server.server import service_of
+
+    # Warm up while already serving: a client's initialize must not wait for the model.
+    threading.Thread(target=service_of(server).warm_up, name="warm-up", daemon=True).start()
+    typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
+    if host is None or port is None:
+        server.run("stdio")
+        return
+    from memory_server.http import serve_http
+
+    serve_http(server, host=host, port=port, token=token)
+
+
+def _parse_http(value: str) -> tuple[str, int]:
+    host, _, port_text = value.rpartition(":")
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise _fail(f"--http must be HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}")
+    return host.strip("[]"), int(port_text)
+
+
+def client_config_text(
+    workspace: Path, host: str | None, port: int | None, token: str | None, tag: str | None
+) -> str:
+    """The snippets users paste into MCP clients."""
+    if host is None:
+        args = ["memory", "serve", "--workspace", str(workspace.resolve())]
+        if tag:
+            args += ["--tag", tag]
+        block = {
+            "mcpServers": {
+                "mirage-memory": {
+                    "command": _mirage_command(),
+                    "args": args,
+                    "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+                }
+            }
+        }
+        return "MCP client config (stdio):\n" + json.dumps(block, indent=2)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/mcp"
+    entry: dict[str, Any] = {"url": url}
+    if token:
+        entry["headers"] = {"Authorization": "Bearer <your token>"}
+    lines = [
+        f"MCP endpoint (streamable HTTP): {url}",
+        f"Per-caller attribution: http://{shown}:{port}/t/<tag>/mcp"
+        " or header 'X-Mirage-Tag: <tag>'",
+        "MCP client config (HTTP):",
+        json.dumps({"mcpServers": {"mirage-memory": entry}}, indent=2),
+    ]
+    return "\n".join(lines)
+
+
+def _mirage_command() -> str:
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "mirage" and argv0.exists():
+        return str(argv0.resolve())
+    found = [Path(p) / "mirage" for p in os.environ.get("PATH", "").split(os.pathsep)]
+    existing = next((str(path) for path in found if path.is_file()), None)
+    return existing or shlex.quote("mirage")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(memory_app, name="memory")

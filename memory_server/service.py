@@ -1,0 +1,304 @@
+"""The memory service: what the MCP tools do, independent of the MCP transport.
+
+Above: the MCP server (``server.py``), the CLI and the harness, which may also call it
+directly. Below: the workspace (files, manifest, notes), the hybrid index and the call log.
+Every entry point validates its input and raises ``MemoryServerError`` subclasses with
+messages written for the caller; every call, failed or not, lands in the call log.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_server.calllog import CallLog, CallRecord, now_iso
+from memory_server.chunking import extract_text
+from memory_server.errors import InvalidInputError, MemoryServerError, UnknownReferenceError
+from memory_server.index import Hit, HybridIndex, IndexConfig, citation_for
+from memory_server.manifest import FileEntry
+from memory_server.workspace import Workspace
+
+MAX_QUERY_CHARS = 2000
+MAX_K = 50
+MAX_GET_CHARS = 200_000
+_TEXTLESS = frozenset({"image", "binary"})
+
+T = TypeVar("T")
+
+
+class RecallResult(BaseModel):
+    """What ``artifact_recall`` returns."""
+
+    query: str
+    hits: list[Hit]
+    version: str | None = Field(default=None, description="workspace version searched; None = live")
+
+
+class FileContent(BaseModel):
+    """What ``artifact_get`` returns: the text of one file (or of a line range of it)."""
+
+    artifact_id: str
+    path: str
+    kind: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    truncated: bool
+    citation: str
+    content: str
+
+
+class AppendResult(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    citation: str
+
+
+class CallerInfo(BaseModel):
+    """Who made a call, as far as the transport can tell."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tag: str | None = None
+    session: str | None = None
+    transport: str = "direct"
+
+
+class MemoryService:
+    def __init__(
+        self,
+        workspace: Workspace,
+        index: HybridIndex | None = None,
+        *,
+        index_config: IndexConfig | None = None,
+        call_log: Path | None = None,
+        version: str | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self._index = index
+        self._index_config = index_config
+        self._index_lock = threading.Lock()
+        self.call_log = CallLog(call_log or workspace.state_dir / "calls.jsonl")
+        self.version = version
+        if version is not None:
+            workspace.version(version)
+
+    @property
+    def index(self) -> HybridIndex:
+        """The hybrid index, opened on first use (opening imports chromadb; searching loads the
+        embedding model), so a server that is only asked for files starts fast."""
+        with self._index_lock:
+            if self._index is None:
+                self._index = HybridIndex(self.workspace, self._index_config)
+            return self._index
+
+    def warm_up(self) -> None:
+        """Open the index, bring it up to date and load the model before the first call."""
+        self.index.sync(self.version)
+        self.index.embedder.embed(["warm up"])
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        k: int = 5,
+        artifact_id: str | None = None,
+        caller: CallerInfo | None = None,
+    ) -> RecallResult:
+        arguments = {"query": query, "k": k, "artifact_id": artifact_id}
+
+        def run() -> RecallResult:
+            text = _validated_query(query)
+            _validated_k(k)
+            canonical = self._canonical_artifact(artifact_id) if artifact_id is not None else None
+            hits = self.index.search(text, k, artifact_id=canonical, version=self.version)
+            return RecallResult(query=text, hits=hits, version=self.version)
+
+        return self._logged("artifact_recall", arguments, caller, run, _recall_ids)
+
+    def get(
+        self,
+        ref: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        caller: CallerInfo | None = None,
+    ) -> FileContent:
+        arguments = {"ref": ref, "start_line": start_line, "end_line": end_line}
+
+        def run() -> FileContent:
+            entry = self._file_for(ref)
+            return self._content(entry, start_line, end_line)
+
+        return self._logged("artifact_get", arguments, caller, run, lambda r: [r.artifact_id])
+
+    def append(self, text: str, caller: CallerInfo | None = None) -> AppendResult:
+        arguments = {"text": text}
+
+        def run() -> AppendResult:
+            if self.version is not None:
+                raise InvalidInputError(
+                    "this server is pinned to a read-only workspace version; notes cannot be added"
+                )
+            landed = self.workspace.append_note(text)
+            return AppendResult(
+                **landed.model_dump(),
+                citation=citation_for(landed.path, landed.start_line, landed.end_line),
+            )
+
+        return self._logged("memory_append", arguments, caller, run, lambda r: [])
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _logged(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: CallerInfo | None,
+        run: Callable[[], T],
+        hit_ids: Callable[[T], list[str]],
+    ) -> T:
+        caller = caller or CallerInfo()
+        with self._record(tool, arguments, caller) as record:
+            result = run()
+            record["hits"] = hit_ids(result)
+            return result
+
+    @contextmanager
+    def _record(
+        self, tool: str, arguments: dict[str, Any], caller: CallerInfo
+    ) -> Iterator[dict[str, Any]]:
+        started = time.perf_counter()
+        fields: dict[str, Any] = {"hits": [], "error": None}
+        try:
+            yield fields
+        except MemoryServerError as exc:
+            fields["error"] = str(exc)
+            raise
+        except Exception as exc:
+            fields["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self.call_log.append(
+                CallRecord(
+                    time=now_iso(),
+                    tool=tool,
+                    arguments=_loggable(arguments),
+                    hits=fields["hits"],
+                    tag=caller.tag,
+                    session=caller.session,
+                    transport=caller.transport,
+                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                    error=fields["error"],
+                )
+            )
+
+    def _canonical_artifact(self, artifact_id: str) -> str:
+        if not isinstance(artifact_id, str) or not artifact_id.strip():
+            raise InvalidInputError("artifact_id must be a non-empty string or omitted")
+        canonical = self.workspace.resolve(artifact_id)
+        if canonical is None:
+            raise UnknownReferenceError(
+                f"unknown artifact_id {artifact_id!r}; call artifact_recall without artifact_id "
+                "to discover ids"
+            )
+        return canonical
+
+    def _file_for(self, ref: str) -> FileEntry:
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidInputError("ref must be a non-empty artifact id or workspace path")
+        if len(ref) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"ref is longer than {MAX_QUERY_CHARS} characters")
+        if self.version is None:
+            self.workspace.refresh()
+        entry = self.workspace.file_entry(ref, self.version)
+        if entry.kind not in _TEXTLESS:
+            return entry
+        manifest = (
+            self.workspace.manifest
+            if self.version is None
+            else self.workspace.version(self.version)
+        )
+        record = manifest.artifacts[entry.artifact_id]
+        for path in record.files:
+            if manifest.files[path].kind not in _TEXTLESS:
+                return manifest.files[path]
+        raise UnknownReferenceError(
+            f"{entry.path!r} is a {entry.kind} file with no text and artifact "
+            f"{entry.artifact_id!r} has no derived text file"
+        )
+
+    def _content(
+        self, entry: FileEntry, start_line: int | None, end_line: int | None
+    ) -> FileContent:
+        text = extract_text(self.workspace.read_bytes(entry.path, self.version), entry.kind) or ""
+        lines = text.splitlines()
+        first, last = _line_range(start_line, end_line, len(lines))
+        body = "\n".join(lines[first - 1 : last])
+        truncated = len(body) > MAX_GET_CHARS
+        return FileContent(
+            artifact_id=entry.artifact_id,
+            path=entry.path,
+            kind=entry.kind,
+            start_line=first,
+            end_line=last,
+            total_lines=len(lines),
+            truncated=truncated,
+            citation=citation_for(entry.path, first, last),
+            content=body[:MAX_GET_CHARS],
+        )
+
+
+def _recall_ids(result: RecallResult) -> list[str]:
+    return [hit.artifact_id for hit in result.hits]
+
+
+def _validated_query(query: str) -> str:
+    if not isinstance(query, str):
+        raise InvalidInputError("query must be a string")
+    text = query.strip()
+    if not text:
+        raise InvalidInputError("query is empty; describe the evidence you need in a few words")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"query has {len(text)} characters; the limit is {MAX_QUERY_CHARS}: use key words, "
+            "ids or numbers instead of pasting documents"
+        )
+    return text
+
+
+def _validated_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+
+
+def _line_range(start: int | None, end: int | None, total: int) -> tuple[int, int]:
+    for name, value in (("start_line", start), ("end_line", end)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise InvalidInputError(f"{name} must be a positive integer (lines count from 1)")
+    first = start or 1
+    last = min(end or total, total)
+    if total == 0:
+        return 1, 0
+    if first > total:
+        raise InvalidInputError(f"start_line {first} is past the end of the file ({total} lines)")
+    if last < first:
+        raise InvalidInputError(f"end_line {end} is before start_line {first}")
+    return first, last
+
+
+def _loggable(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as logged: long strings are cut so a huge rejected input cannot bloat the log."""
+    return {
+        key: (value[:500] + "…" if isinstance(value, str) and len(value) > 500 else value)
+        for key, value in arguments.items()
+    }
