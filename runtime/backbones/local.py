@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from runtime.backbones.base import Completion, ProviderError, ToolMode
+from runtime.backbones.base import Completion, ProviderError, ProviderErrorKind, ToolMode
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
@@ -39,6 +40,8 @@ SMOLLM2_MODEL = "local/smollm2-135m"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 CHATML_END = "<|im_end|>"
+THREADS_ENV = "MIRAGE_LLAMA_THREADS"
+DEFAULT_THREADS = 2
 
 
 def smollm2_gguf_path() -> Path:
@@ -52,6 +55,15 @@ def smollm2_gguf_path() -> Path:
     if not path.is_file():
         raise ProviderError("unknown", f"the SmolLM2 GGUF file is missing: {path}")
     return path
+
+
+def default_thread_count() -> int:
+    """``MIRAGE_LLAMA_THREADS`` when set, else 2. llama.cpp threads spin at barriers, so on a
+    box shared with other busy processes 1 thread is several times faster than 2."""
+    value = os.environ.get(THREADS_ENV, str(DEFAULT_THREADS))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {value!r}")
+    return int(value)
 
 
 @dataclass
@@ -127,7 +139,7 @@ class EmbeddedBackbone:
         max_output_tokens: int = 512,
         temperature: float = 0.0,
         seed: int = 1234,
-        n_threads: int = 2,
+        n_threads: int | None = None,
         default_system: str | None = SMOLLM2_DEFAULT_SYSTEM,
     ) -> None:
         if context_window < 64:
@@ -139,7 +151,7 @@ class EmbeddedBackbone:
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
         self.seed = seed
-        self.n_threads = n_threads
+        self.n_threads = n_threads if n_threads is not None else default_thread_count()
         self.default_system = default_system
         self._model_path = Path(model_path) if model_path is not None else None
 
@@ -167,6 +179,12 @@ class EmbeddedBackbone:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
             max_tokens = self._output_budget(len(tokens))
             cached = self._reusable_prefix(llama, tokens)
+            result = self._generate(llama, tokens, max_tokens)
+            latency = time.perf_counter() - started
+        return self._to_completion(result, len(tokens), cached, latency)
+
+    def _generate(self, llama: Llama, tokens: list[int], max_tokens: int) -> dict[str, Any]:
+        try:
             result: Any = llama.create_completion(
                 tokens,
                 max_tokens=max_tokens,
@@ -174,8 +192,12 @@ class EmbeddedBackbone:
                 seed=self.seed,
                 stop=[CHATML_END],
             )
-            latency = time.perf_counter() - started
-        return self._to_completion(result, len(tokens), cached, latency)
+        except (RuntimeError, ValueError) as exc:  # llama.cpp decode/eval failures
+            kind: ProviderErrorKind = (
+                "context_length" if "context window" in str(exc) else "unknown"
+            )
+            raise ProviderError(kind, f"llama.cpp: {exc}") from exc
+        return dict(result)
 
     def _output_budget(self, prompt_tokens: int) -> int:
         room = self.context_window - prompt_tokens

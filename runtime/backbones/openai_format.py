@@ -25,7 +25,6 @@ from runtime.messages import (
     Message,
     SystemMessage,
     TextPart,
-    ToolCall,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
@@ -33,6 +32,8 @@ from runtime.messages import (
 from runtime.profiles import ModelProfile
 
 OpenAIMessage = dict[str, Any]
+HERMES_STYLE_PROMPTS = frozenset({"hermes", "qwen3_xml"})
+"""Tool-prompt styles whose models read tool results inside ``<tool_response>`` tags."""
 
 
 def to_openai_messages(
@@ -43,9 +44,8 @@ def to_openai_messages(
 ) -> list[OpenAIMessage]:
     """The chat messages to send; in text mode the tool prompt is part of the system message."""
     converted = [_convert(message, profile, tool_mode) for message in messages]
-    if tool_mode == "text" and tools:
-        converted = _with_tool_prompt(converted, profile.render_tools(tools))
-    return converted
+    tool_prompt = profile.render_tools(tools) if tool_mode == "text" else ""
+    return _with_tool_prompt(converted, tool_prompt) if tool_prompt else converted
 
 
 def to_openai_tools(tools: Sequence[ToolSpec], tool_mode: ToolMode) -> list[dict[str, Any]]:
@@ -93,18 +93,8 @@ def _replayed_text(message: AssistantMessage, profile: ModelProfile) -> str:
     written in the profile's own text format, so the model sees the calls it made."""
     if message.raw is not None:
         return message.raw
-    rendered = [render_text_tool_call(call, profile) for call in message.tool_calls]
+    rendered = [profile.render_call(call) for call in message.tool_calls]
     return "\n".join(part for part in (message.content, *rendered) if part)
-
-
-def render_text_tool_call(call: ToolCall, profile: ModelProfile) -> str:
-    if profile.tool_prompt == "hermes":
-        body = json.dumps({"name": call.name, "arguments": call.arguments})
-        return f"<tool_call>\n{body}\n</tool_call>"
-    if profile.tool_prompt == "json_schema":
-        return json.dumps({"name": call.name, "parameters": call.arguments})
-    args = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
-    return f"[{call.name}({args})]"
 
 
 def _text_tool_result(message: ToolResultMessage, profile: ModelProfile) -> OpenAIMessage:
@@ -116,7 +106,7 @@ def _text_tool_result(message: ToolResultMessage, profile: ModelProfile) -> Open
 
 
 def wrap_tool_result(content: str, profile: ModelProfile) -> str:
-    if profile.tool_prompt == "hermes":
+    if profile.tool_prompt in HERMES_STYLE_PROMPTS:
         return f"<tool_response>\n{content}\n</tool_response>"
     return content
 

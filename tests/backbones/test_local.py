@@ -19,14 +19,14 @@ from runtime.messages import (
 
 FACTS = "\n".join(
     f"Fact {index}: the crate labelled K-{index * 37 % 1000} holds {index % 9 + 1} blue marbles."
-    for index in range(1, 41)
+    for index in range(1, 28)
 )
 RECALL = ToolSpec(name="artifact_recall", description="Recall an artifact by id.")
 
 
 @pytest.fixture(scope="module")
 def backbone() -> EmbeddedBackbone:
-    loaded = EmbeddedBackbone(max_output_tokens=6)
+    loaded = EmbeddedBackbone(max_output_tokens=4)
     loaded.load()
     return loaded
 
@@ -44,7 +44,7 @@ async def test_one_real_generation(backbone: EmbeddedBackbone) -> None:
     assert completion.model == "local/smollm2-135m"
     assert completion.usage.source == "provider"
     assert completion.usage.input_tokens > 10
-    assert 1 <= completion.usage.output_tokens <= 6
+    assert 1 <= completion.usage.output_tokens <= 4
     assert completion.finish_reason in ("stop", "length")
 
 
@@ -52,14 +52,14 @@ async def test_hitting_max_tokens_reports_length(backbone: EmbeddedBackbone) -> 
     completion = await backbone.complete(
         [UserMessage.text("Write a long story about a lighthouse keeper.")], []
     )
-    assert completion.usage.output_tokens == 6
+    assert completion.usage.output_tokens == 4
     assert completion.finish_reason == "length" and completion.truncated
 
 
 async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) -> None:
     first = await backbone.complete(probe("Which crate holds the most marbles?"), [])
     prompt_tokens = first.usage.input_tokens
-    assert prompt_tokens > 600
+    assert prompt_tokens > 500
     assert first.usage.cached_tokens < 20
     later = [
         await backbone.complete(probe(question), [])
@@ -87,7 +87,7 @@ async def test_a_prompt_beyond_the_window_is_a_context_length_error(
 
 
 async def test_concurrent_callers_are_serialised(backbone: EmbeddedBackbone) -> None:
-    questions = ("Say one.", "Say two.", "Say three.")
+    questions = ("Say one.", "Say two.")
     results = await asyncio.gather(
         *(backbone.complete([UserMessage.text(question)], []) for question in questions)
     )
@@ -127,3 +127,13 @@ def test_image_parts_cannot_reach_the_chatml_renderer() -> None:
         render_chatml(
             [{"role": "user", "content": [{"type": "text", "text": "x"}]}], default_system=None
         )
+
+
+def test_thread_count_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIRAGE_LLAMA_THREADS", "1")
+    assert EmbeddedBackbone().n_threads == 1
+    monkeypatch.delenv("MIRAGE_LLAMA_THREADS")
+    assert EmbeddedBackbone().n_threads == 2
+    monkeypatch.setenv("MIRAGE_LLAMA_THREADS", "many")
+    with pytest.raises(ValueError, match="MIRAGE_LLAMA_THREADS must be a positive integer"):
+        EmbeddedBackbone()

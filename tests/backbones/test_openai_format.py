@@ -18,7 +18,8 @@ from runtime.messages import (
     ToolSpec,
     UserMessage,
 )
-from runtime.profiles import ModelProfile, resolve_profile
+from runtime.parsers import get_parser
+from runtime.profiles import resolve_profile
 
 RECALL = ToolSpec(
     name="artifact_recall",
@@ -96,25 +97,29 @@ def test_text_mode_without_tools_leaves_the_system_prompt_alone() -> None:
     assert converted[0] == {"role": "system", "content": "You are careful."}
 
 
-@pytest.mark.parametrize(
-    ("style", "expected"),
-    [
-        (
-            "hermes",
-            '<tool_call>\n{"name": "artifact_recall", "arguments": {"artifact_id": "a1"}}'
-            "\n</tool_call>",
-        ),
-        ("json_schema", '{"name": "artifact_recall", "parameters": {"artifact_id": "a1"}}'),
-        ("pythonic", "[artifact_recall(artifact_id='a1')]"),
-    ],
-)
-def test_text_mode_renders_calls_without_raw_in_the_profile_format(
-    style: str, expected: str
-) -> None:
-    profile = ModelProfile(name="x", tool_prompt=style)  # type: ignore[arg-type]
+@pytest.mark.parametrize("model", ["local/smollm2-135m", "ollama/llama3.2", "qwen3-coder"])
+def test_text_mode_replays_calls_without_raw_in_the_profile_format(model: str) -> None:
+    profile = resolve_profile(model)
     message = AssistantMessage(content="Checking.", tool_calls=(CALL,))
     converted = to_openai_messages([message], [], profile, "text")
-    assert converted[0]["content"] == f"Checking.\n{expected}"
+    assert converted[0]["content"] == f"Checking.\n{profile.render_call(CALL)}"
+    assert "artifact_recall" in converted[0]["content"]
+
+
+def test_hermes_replay_matches_what_the_hermes_parser_reads() -> None:
+    message = AssistantMessage(tool_calls=(CALL,))
+    text = to_openai_messages([message], [], SMOLLM, "text")[0]["content"]
+    parsed = get_parser("hermes").parse(text, [RECALL])
+    assert parsed.overall == "ok"
+    assert (parsed.calls[0].name, parsed.calls[0].arguments) == (
+        "artifact_recall",
+        {"artifact_id": "a1"},
+    )
+
+
+def test_profiles_without_a_tool_prompt_leave_the_system_message_alone() -> None:
+    converted = to_openai_messages(HISTORY[:2], [RECALL], OPENAI, "text")
+    assert converted[0] == {"role": "system", "content": "You are careful."}
 
 
 def test_image_reaches_a_vision_model_as_a_data_url(tmp_path: Path) -> None:
