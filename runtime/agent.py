@@ -138,16 +138,19 @@ class Agent:
 
     async def turn(
         self,
-        text: str,
+        message: str | UserMessage,
         images: Sequence[ImagePart] = (),
         *,
         purpose: CallPurpose = "turn",
     ) -> TurnRecord:
-        """Run one user turn. On ``ProviderError`` the session is rolled back to where it was
-        before the turn and the error propagates (it is not model output)."""
+        """Run one user turn (text plus images, or a ready ``UserMessage``). On
+        ``ProviderError`` the session is rolled back to where it was before the turn and the
+        error propagates (it is not model output)."""
         started = time.perf_counter()
         mark = len(self.session.messages)
-        self.session.append(UserMessage.text(text, tuple(images)))
+        if isinstance(message, str):
+            message = UserMessage.text(message, tuple(images))
+        self.session.append(message)
         record = TurnRecord(reply="", stop_reason="final", rounds=0)
         try:
             await self._run_rounds(record, purpose)

@@ -11,12 +11,12 @@ import importlib
 import typer
 
 import runtime  # noqa: F401  (offline defaults before anything else)
+from runtime.logs import configure_logging
 
 app = typer.Typer(
     name="mirage",
     help=(
-        "MIRAGE: does an agent ground its answers in earlier evidence, "
-        "or only sound as if it does?"
+        "MIRAGE: does an agent ground its answers in earlier evidence, or only sound as if it does?"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -41,6 +41,13 @@ def _register_all() -> None:
                 continue
             raise
         module.register(app)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress events to stderr"),
+) -> None:
+    configure_logging(verbose)
 
 
 _register_all()

@@ -1,0 +1,101 @@
+"""The built-in runtime as the agent under test (what ``mirage run`` uses by default).
+
+Each probe restores a fresh session from the checkpoint (verified once, then parsed from memory),
+switches it to the answerer model, connects to the memory server at the probe's own tagged URL,
+and runs one agent turn. R_tool evidence comes from the executed calls of that turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from harness.agents.base import ProbeReply
+from harness.checkpoints import Checkpoint
+from harness.records import ProbeUsage, ToolCallRecord
+from runtime.agent import Agent, TurnRecord
+from runtime.backbones.base import Backbone, ProviderError
+from runtime.mcp_client import MCPServerConfig, MCPToolset
+from runtime.session import Session
+from runtime.snapshot import SnapshotCache, session_hash
+
+
+def turn_usage(record: TurnRecord) -> ProbeUsage:
+    """EIT of the probe's first backbone call (the state's depth plus the question)."""
+    if not record.usage:
+        return ProbeUsage()
+    return ProbeUsage(
+        eit=record.usage[0].input_tokens,
+        cached_tokens=sum(u.cached_tokens for u in record.usage),
+        output_tokens=sum(u.output_tokens for u in record.usage),
+    )
+
+
+def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
+    return [
+        ToolCallRecord(
+            name=c.name,
+            arguments=dict(c.arguments),
+            label=c.label,
+            executed=c.executed,
+            error=c.error,
+        )
+        for c in record.tool_calls
+    ]
+
+
+class BuiltinAgent:
+    def __init__(
+        self,
+        backbone: Backbone,
+        *,
+        memory_url: Callable[[str], str] | None,
+        max_output_tokens: int = 96,
+        adapters: bool = False,
+    ) -> None:
+        self.backbone = backbone
+        self.name = backbone.model
+        self.memory_url = memory_url
+        self.max_output_tokens = max_output_tokens
+        self.adapters = adapters
+        self._snapshots = SnapshotCache()
+
+    def restore(self, checkpoint: Checkpoint) -> tuple[Session, str]:
+        session = self._snapshots.restore(checkpoint.snapshot_path)
+        restored = session_hash(session)
+        session.config = session.config.model_copy(
+            update={
+                "model": self.backbone.model,
+                "max_output_tokens": self.max_output_tokens,
+                "adapters": self.adapters,
+                "parser": None,
+            }
+        )
+        return session, restored
+
+    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+        session, restored = self.restore(checkpoint)
+        started = time.perf_counter()
+        try:
+            record = await self._turn(session, message, tag)
+        except ProviderError as error:
+            return ProbeReply(
+                error=f"provider_error: {error}",
+                restored_sha256=restored,
+                latency_s=time.perf_counter() - started,
+            )
+        return ProbeReply(
+            text=record.reply,
+            tool_calls=turn_tool_calls(record),
+            usage=turn_usage(record),
+            latency_s=time.perf_counter() - started,
+            restored_sha256=restored,
+            trace={"rounds": record.rounds, "parse_outcomes": list(record.parse_outcomes)},
+        )
+
+    async def _turn(self, session: Session, message: str, tag: str) -> TurnRecord:
+        if self.memory_url is None:
+            return await Agent(session, self.backbone).turn(message, purpose="probe")
+        server = MCPServerConfig(name="memory", url=self.memory_url(tag))
+        async with MCPToolset([server]) as tools:
+            return await Agent(session, self.backbone, tools).turn(message, purpose="probe")

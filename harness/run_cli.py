@@ -1,0 +1,111 @@
+"""``mirage run``: the MIRAGE protocol end to end on the embedded defaults or given models."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.run import DEFAULT_MODEL, RunConfig
+
+
+def _conditions(value: str) -> list[str]:
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    unknown = [item for item in items if item not in {"C0", "Cm"}]
+    if not items or unknown:
+        raise typer.BadParameter(f"conditions must be a comma list of C0 and Cm, got {value!r}")
+    return items
+
+
+def run(
+    pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = "mirage-core",
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Answerer model (repeatable); default the embedded SmolLM2"),
+    ] = None,
+    trunk_model: Annotated[
+        str, typer.Option(help="Model that plays the trunk; 'scripted' replays fixed replies")
+    ] = DEFAULT_MODEL,
+    summarizer: Annotated[
+        str | None, typer.Option(help="Compaction summarizer model (default: the trunk model)")
+    ] = None,
+    profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = "scaled",
+    conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = "C0,Cm",
+    repeats: Annotated[int, typer.Option(min=1, help="Independent repeats per probe")] = 1,
+    limit: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Questions to use, as whole answerable/unanswerable pairs "
+            "spread over the evidence objects; 0 = every question",
+        ),
+    ] = 12,
+    summary_format: Annotated[
+        str,
+        typer.Option(
+            help="Compaction summary format (verbatim, free-form, "
+            "per-fact-citations, template:FILE)"
+        ),
+    ] = "verbatim",
+    memory_flush: Annotated[bool, typer.Option(help="Pre-compaction memory flush")] = True,
+    seed: Annotated[int, typer.Option(help="Filler sampling seed")] = 0,
+    out: Annotated[Path, typer.Option(help="Output folder (re-run to resume)")] = Path(
+        "mirage-runs/default"
+    ),
+    concurrency: Annotated[int, typer.Option(min=1, help="Probes in flight at once")] = 1,
+    adapters: Annotated[bool, typer.Option(help="Pseudo-tool adapters on")] = False,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL for non-local models (OpenAI-compatible)")
+    ] = None,
+) -> None:
+    """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
+    fresh restores, scoring and the report. With no options: the bundled pack on the embedded
+    SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from harness.report import write_report
+    from harness.report.tables import table1
+
+    config = RunConfig(
+        pack=pack,
+        models=model or [DEFAULT_MODEL],
+        trunk_model=trunk_model,
+        summarizer_model=summarizer,
+        profile=profile,
+        conditions=_conditions(conditions),  # type: ignore[arg-type]
+        repeats=repeats,
+        limit=limit or None,
+        summary_format=summary_format,
+        memory_flush=memory_flush,
+        seed=seed,
+        out=out,
+        concurrency=concurrency,
+        adapters=adapters,
+        api_base=api_base,
+    )
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        from harness.run import MirageRun
+
+        folders = asyncio.run(MirageRun(config, progress).execute())
+    for folder in folders:
+        files = write_report(folder)
+        typer.echo(f"\n## {folder.name}\n")
+        typer.echo(table1(files.aggregate))
+        typer.echo(f"\nreport: {files.report}")
+    typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
