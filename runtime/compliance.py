@@ -65,11 +65,12 @@ class StudyPrompt(BaseModel):
     variant: Variant
     question: str
 
-    def messages(self) -> list[Message]:
+    def messages(self, few_shot: Sequence[Message] = ()) -> list[Message]:
+        """System prompt, the profile's few-shot turns (if any), then the question."""
         system = SYSTEM_PROMPT
         if self.variant == "instructed":
             system = f"{SYSTEM_PROMPT}\n{TOOL_INSTRUCTION}"
-        return [SystemMessage(content=system), UserMessage.text(self.question)]
+        return [SystemMessage(content=system), *few_shot, UserMessage.text(self.question)]
 
 
 def study_prompts(n: int | None = None) -> list[StudyPrompt]:
@@ -144,14 +145,16 @@ async def collect_replies(
     on_reply: Callable[[ReplyRecord], None] | None = None,
 ) -> list[ReplyRecord]:
     """Send every prompt to ``backbone`` once; provider failures are recorded, not raised."""
-    parser = "native" if backbone.tool_mode == "native" else backbone.profile.parser
+    text_mode = backbone.tool_mode == "text"
+    parser = backbone.profile.parser if text_mode else "native"
+    few_shot = backbone.profile.example_turns(tools) if text_mode else []
     records = []
     for prompt in prompts:
         record = ReplyRecord(
             model=backbone.model, parser=parser, prompt_id=prompt.id, variant=prompt.variant
         )
         try:
-            completion = await backbone.complete(prompt.messages(), tools)
+            completion = await backbone.complete(prompt.messages(few_shot), tools)
         except ProviderError as exc:
             log.warning("compliance_provider_error", model=backbone.model, kind=exc.kind)
             record = record.model_copy(update={"provider_error": str(exc)})

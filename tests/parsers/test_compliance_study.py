@@ -97,6 +97,14 @@ async def test_one_row_per_model_and_report_files(tmp_path: Path) -> None:
     assert render_markdown(report.rows) == table
 
 
+async def test_text_mode_backbones_get_their_profile_few_shot_turns() -> None:
+    backbone = ScriptedBackbone([CALL % "a"], model="local/smollm2-135m")
+    report = await run_compliance([backbone], n=1)
+    sent = backbone.calls[0].messages
+    assert [message.role for message in sent] == ["system", "user", "assistant", "user"]
+    assert report.rows[0].ok == 1
+
+
 def test_study_prompts_alternate_variants_and_cycle() -> None:
     prompts = study_prompts()
     assert len(prompts) == 16 and len({prompt.id for prompt in prompts}) == 16

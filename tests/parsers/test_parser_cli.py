@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from runtime.cli import app
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The root CLI binds structlog to the CliRunner's stderr, which closes after invoke."""
+    yield
+    structlog.reset_defaults()
+
+
 HERMES = '<tool_call>{"name": "artifact_recall", "arguments": {"query": "q", "k": "2"}}</tool_call>'
 
 

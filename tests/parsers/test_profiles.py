@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from runtime.messages import ToolCall
+from runtime.messages import AssistantMessage, ToolCall, UserMessage
 from runtime.parsers import parse_reply
 from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.profiles import resolve_profile
@@ -74,13 +74,24 @@ def test_overrides_apply_and_are_validated() -> None:
         resolve_profile("qwen3", {"tool_promt": "hermes"})
 
 
-def test_smollm_prompt_carries_a_few_shot_call_only_when_its_tool_is_offered() -> None:
+def test_smollm_gets_its_few_shot_call_as_chat_turns_when_its_tool_is_offered() -> None:
     profile = resolve_profile("local/smollm2-135m")
+    user, assistant = profile.example_turns(DEFAULT_TOOLS)
+    assert isinstance(user, UserMessage) and isinstance(assistant, AssistantMessage)
+    assert parse_reply(assistant.raw or "", DEFAULT_TOOLS, family="hermes").overall == "ok"
+    assert "Example:" not in profile.render_tools(DEFAULT_TOOLS)
+    assert profile.example_turns(DEFAULT_TOOLS[1:]) == []
+    assert profile.example_turns([]) == []
+    assert resolve_profile("qwen3").example_turns(DEFAULT_TOOLS) == []
+
+
+def test_few_shot_in_the_system_prompt_on_request() -> None:
+    profile = resolve_profile("local/smollm2-135m", {"few_shot": "system"})
     prompt = profile.render_tools(DEFAULT_TOOLS)
     assert "<tools>" in prompt and "Example:\nUser: " in prompt
     example = prompt.split("Assistant: ", 1)[1]
     assert parse_reply(example, DEFAULT_TOOLS, family="hermes").overall == "ok"
-    assert "Example:" not in profile.render_tools(DEFAULT_TOOLS[1:])
+    assert profile.example_turns(DEFAULT_TOOLS) == []
     assert profile.render_tools([]) == ""
 
 
