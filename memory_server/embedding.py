@@ -46,7 +46,7 @@ def load_model(model_path: str | None) -> SentenceTransformer:
             from transformers.utils import logging as transformers_logging
 
             transformers_logging.disable_progress_bar()
-            log.info("embedding.model_load", model=Path(path).name)
+            log.info("embedding.model_load", model=path)
             model = SentenceTransformer(path, device="cpu")
             _MODELS[path] = model
         return model
@@ -78,7 +78,10 @@ class Embedder:
             getattr(model, "get_embedding_dimension", None)
             or model.get_sentence_embedding_dimension
         )
-        return int(getter())
+        dimension = getter()
+        if dimension is None:
+            raise ValueError(f"model {self.model_id} does not report its embedding dimension")
+        return int(dimension)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

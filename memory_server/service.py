@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory_server.calllog import CallLog, CallRecord, now_iso
@@ -23,6 +24,8 @@ from memory_server.errors import InvalidInputError, MemoryServerError, UnknownRe
 from memory_server.index import Hit, HybridIndex, IndexConfig, citation_for
 from memory_server.manifest import FileEntry
 from memory_server.workspace import Workspace
+
+log = structlog.get_logger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 50
@@ -80,6 +83,7 @@ class MemoryService:
         index_config: IndexConfig | None = None,
         call_log: Path | None = None,
         version: str | None = None,
+        log_calls: bool = True,
     ) -> None:
         self.workspace = workspace
         self._index = index
@@ -87,6 +91,7 @@ class MemoryService:
         self._index_lock = threading.Lock()
         self.call_log = CallLog(call_log or workspace.state_dir / "calls.jsonl")
         self.version = version
+        self.log_calls = log_calls
         if version is not None:
             workspace.version(version)
 
@@ -100,9 +105,13 @@ class MemoryService:
             return self._index
 
     def warm_up(self) -> None:
-        """Open the index, bring it up to date and load the model before the first call."""
-        self.index.sync(self.version)
-        self.index.embedder.embed(["warm up"])
+        """Open the index, bring it up to date and load the model before the first call. A
+        failure is logged, not raised: the first call then reports it to its caller."""
+        try:
+            self.index.sync(self.version)
+            self.index.embedder.embed(["warm up"])
+        except Exception as exc:
+            log.warning("memory.warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -186,19 +195,30 @@ class MemoryService:
             fields["error"] = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self.call_log.append(
-                CallRecord(
-                    time=now_iso(),
-                    tool=tool,
-                    arguments=_loggable(arguments),
-                    hits=fields["hits"],
-                    tag=caller.tag,
-                    session=caller.session,
-                    transport=caller.transport,
-                    latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                    error=fields["error"],
-                )
+            if self.log_calls:
+                self._append_record(tool, arguments, caller, fields, started)
+
+    def _append_record(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: CallerInfo,
+        fields: dict[str, Any],
+        started: float,
+    ) -> None:
+        self.call_log.append(
+            CallRecord(
+                time=now_iso(),
+                tool=tool,
+                arguments=_loggable(arguments),
+                hits=fields["hits"],
+                tag=caller.tag,
+                session=caller.session,
+                transport=caller.transport,
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                error=fields["error"],
             )
+        )
 
     def _canonical_artifact(self, artifact_id: str) -> str:
         if not isinstance(artifact_id, str) or not artifact_id.strip():
