@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -49,10 +50,10 @@ QUESTIONS = (
 
 
 def _prefix_messages(tag: str, target_tokens: int, question: str) -> list[Message]:
-    # ~24 tokens per fact line for the SmolLM2 tokenizer
+    # ~42 tokens per fact line for the SmolLM2 tokenizer
     lines = [
         f"Fact {tag}-{i}: the crate labelled K-{i * 37 % 1000} holds {i % 9 + 1} marbles."
-        for i in range(max(1, target_tokens // 24))
+        for i in range(max(1, target_tokens // 42))
     ]
     return [SystemMessage(content="Inventory:\n" + "\n".join(lines)), UserMessage.text(question)]
 
@@ -79,6 +80,7 @@ async def bench_embedded(sizes: list[int], probes: int) -> list[dict[str, Any]]:
                 "reuse_cached_tokens_min": min(w.usage.cached_tokens for w in warm),
                 "speedup": round(cold.latency_s / statistics.median(w.latency_s for w in warm), 1),
                 "model_load_s": round(load_s, 3),
+                "n_threads": backbone.n_threads,
             }
         )
     return rows
@@ -137,7 +139,10 @@ def main() -> None:
     for key, value in retries.items():
         print(f"  {key}: {value}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"embedded": embedded, "retries": retries}, indent=2))
+    machine = {"cpus": os.cpu_count(), "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
+    payload = {"machine": machine, "embedded": embedded, "retries": retries}
+    RESULTS.write_text(json.dumps(payload, indent=2))
+    print(f"machine: {machine}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

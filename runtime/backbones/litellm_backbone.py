@@ -114,6 +114,7 @@ class LiteLLMBackbone:
             "timeout": self.timeout_s,
             "num_retries": 0,
             "max_retries": 0,
+            "drop_params": True,  # drop sampling params a provider rejects instead of failing
             **self.extra_params,
         }
         openai_tools = to_openai_tools(tools, self.tool_mode)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from runtime.backbones import (
+    Backbone,
     Completion,
     FunctionBackbone,
     ProviderError,
@@ -22,6 +23,8 @@ HELLO = [UserMessage.text("hello there")]
 
 async def test_plays_replies_in_order_and_records_calls() -> None:
     backbone = ScriptedBackbone(["first", "second"])
+    seam: Backbone = backbone  # satisfies the Backbone protocol (checked by mypy)
+    assert seam.context_window > 0 and seam.tool_mode == "text"
     first = await backbone.complete(HELLO, [TOOL])
     second = await backbone.complete([*HELLO, UserMessage.text("again")], [])
     assert (first.text, second.text) == ("first", "second")
