@@ -18,7 +18,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import structlog
@@ -246,30 +246,40 @@ def _error_kind(exc: BaseException) -> ProviderErrorKind:
 
 
 def _refine(exc: BaseException, kind: ProviderErrorKind) -> ProviderErrorKind:
-    """Some providers report context overflow as a plain bad request, and litellm reports a
-    refused or dropped connection as a 500 ``InternalServerError``."""
+    """litellm reports a body that is not JSON, and a refused or dropped connection, as a 500
+    ``InternalServerError``; some providers report context overflow as a plain bad request."""
     text = str(exc).lower()
     overflow_markers = ("context length", "context_length_exceeded", "context window")
     if kind in ("bad_request", "unknown") and any(marker in text for marker in overflow_markers):
         return "context_length"
-    if kind in ("server_error", "unknown") and _caused_by_connection_failure(exc):
-        return "connection"
+    if kind in ("server_error", "unknown"):
+        causes = list(_causes(exc))
+        if any(isinstance(cause, json.JSONDecodeError) for cause in causes):
+            return "malformed_response"
+        if any(_is_connection_failure(cause) for cause in causes):
+            return "connection"
+        if "connection error" in text:
+            return "connection"
     return kind
 
 
-def _caused_by_connection_failure(exc: BaseException) -> bool:
+def _causes(exc: BaseException, limit: int = 10) -> Iterator[BaseException]:
+    """The exception and the chain of causes/contexts beneath it."""
+    seen: BaseException | None = exc
+    for _ in range(limit):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
     import httpx
     import openai
 
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            break
-        is_timeout = isinstance(seen, openai.APITimeoutError | httpx.TimeoutException)
-        if not is_timeout and isinstance(seen, openai.APIConnectionError | httpx.TransportError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return "connection error" in str(exc).lower()
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        return False
+    return isinstance(exc, openai.APIConnectionError | httpx.TransportError)
 
 
 def _retry_after_s(exc: BaseException) -> float | None:

@@ -153,8 +153,9 @@ async def test_malformed_responses_are_retried(server: FakeOpenAIServer, fault: 
     assert completion.text == "well formed" and len(server.requests) == 2
 
 
-async def test_persistent_malformed_response_is_typed(server: FakeOpenAIServer) -> None:
-    server.push(no_choices(), no_choices())
+@pytest.mark.parametrize("fault", [malformed_json, no_choices])
+async def test_persistent_malformed_response_is_typed(server: FakeOpenAIServer, fault: Any) -> None:
+    server.push(fault(), fault())
     retry = RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02)
     with pytest.raises(ProviderError) as caught:
         await backbone_for(server, retry=retry).complete(MESSAGES, [])
