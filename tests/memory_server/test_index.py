@@ -188,3 +188,17 @@ def test_manifest_change_updates_artifact_ids(
     manifest += "  - id: falcon_kickoff\n    files: [notes/meeting_minutes.txt]\n"
     (root / "MANIFEST.yaml").write_text(manifest)
     assert index.search("Project Falcon budget", 1)[0].artifact_id == "falcon_kickoff"
+
+
+def test_pdf_needs_pypdf_or_is_indexed(
+    tmp_path: Path, embedder: Embedder, shared_cache: Path
+) -> None:
+    import importlib.util
+
+    root = write_workspace(tmp_path / "ws")
+    if importlib.util.find_spec("pypdf") is not None:
+        pytest.skip("pypdf is installed; this test covers the missing-dependency report")
+    (root / "artifacts" / "scan.pdf").write_bytes(b"%PDF-1.4 not parsed")
+    report = _index(root, embedder, shared_cache).sync()
+    assert any("scan.pdf" in warning and "pypdf" in warning for warning in report.warnings)
+    assert report.units_added == 9
