@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ DEFAULT_CONTEXT_WINDOW = 8192
 """Used when neither the config nor litellm's model table knows the window: small enough
 that the context guard errs on the safe side for unknown served models."""
 
+PLACEHOLDER_API_KEY = "sk-no-key-required"
 RAW_ARGUMENTS_KEY = "_raw_arguments"
 """Key under which native tool-call arguments that are not a JSON object are kept verbatim."""
 
@@ -77,7 +79,7 @@ class LiteLLMBackbone:
         self.profile = profile or resolve_profile(model)
         self.tool_mode: ToolMode = tool_mode or default_tool_mode(self.profile)
         self.api_base = api_base
-        self.api_key = api_key
+        self.api_key = api_key or _placeholder_key(model, api_base)
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
         self.timeout_s = timeout_s
@@ -162,6 +164,15 @@ class LiteLLMBackbone:
             model=str(getattr(response, "model", None) or self.model),
             latency_s=time.perf_counter() - started,
         )
+
+
+def _placeholder_key(model: str, api_base: str | None) -> str | None:
+    """The OpenAI client refuses to send a request without a key, even to a local
+    OpenAI-compatible server that ignores it: give such servers a placeholder."""
+    needs_key = model.startswith("openai/") and api_base is not None
+    if needs_key and not os.environ.get("OPENAI_API_KEY"):
+        return PLACEHOLDER_API_KEY
+    return None
 
 
 def default_tool_mode(profile: ModelProfile) -> ToolMode:
@@ -252,6 +263,8 @@ def _refine(exc: BaseException, kind: ProviderErrorKind) -> ProviderErrorKind:
     overflow_markers = ("context length", "context_length_exceeded", "context window")
     if kind in ("bad_request", "unknown") and any(marker in text for marker in overflow_markers):
         return "context_length"
+    if "missing credentials" in text:
+        return "auth"
     if kind in ("server_error", "unknown"):
         causes = list(_causes(exc))
         if any(isinstance(cause, json.JSONDecodeError) for cause in causes):

@@ -246,3 +246,12 @@ def test_backoff_is_exponential_jittered_and_capped() -> None:
         assert policy.delay(5) <= 3.0
     assert policy.delay(1, retry_after_s=2.5) == 2.5
     assert policy.delay(1, retry_after_s=60) == 3.0
+
+
+async def test_a_local_openai_server_needs_no_api_key(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.push(reply("no key needed"))
+    backbone = LiteLLMBackbone("openai/fake-model", api_base=server.api_base, retry=FAST_RETRY)
+    assert (await backbone.complete(MESSAGES, [])).text == "no key needed"
