@@ -38,6 +38,10 @@ def compact_command(
             help="Verbatim tail (default: the policy's budget for the session's window).",
         ),
     ] = None,
+    max_summary_tokens: Annotated[
+        int | None,
+        typer.Option("--max-summary-tokens", min=1, help="Output budget of each summary call."),
+    ] = None,
     api_base: Annotated[
         str | None, typer.Option("--api-base", help="API base of the summarizer.")
     ] = None,
@@ -53,7 +57,7 @@ def compact_command(
     try:
         strategy = get_strategy(summary_format)
         model = summarizer or load_snapshot(session).config.model
-        backbone = make_backbone(model, api_base=api_base)
+        backbone = make_backbone(model, api_base=api_base, max_output_tokens=max_summary_tokens)
         path, record = asyncio.run(
             compact_snapshot(
                 session, out, strategy, backbone, focus=focus, keep_recent_tokens=keep_recent_tokens

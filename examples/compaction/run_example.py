@@ -43,7 +43,9 @@ def _file_name(summary_format: str) -> str:
 async def run(out: Path) -> list[dict[str, object]]:
     snapshots = out / "snapshots"
     source = save_snapshot(example_session(), snapshots)
-    summarizer = make_backbone("local/smollm2-135m", max_output_tokens=320, context_window=8_192)
+    summarizer = make_backbone(
+        "local/smollm2-135m", max_output_tokens=200, context_window=4_096, n_threads=1
+    )
     results: list[dict[str, object]] = []
     for summary_format in FORMATS:
         started = time.perf_counter()

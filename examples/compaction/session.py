@@ -95,7 +95,7 @@ def filler(rounds: int) -> list[Message]:
     return messages
 
 
-def example_session(filler_rounds: int = 12, window: int = 8_192) -> Session:
+def example_session(filler_rounds: int = 6, window: int = 8_192) -> Session:
     session = Session.new(AgentConfig(model="local/smollm2-135m"), context_window=window)
     for message in [*planted(), *filler(filler_rounds)]:
         session.append(message)
