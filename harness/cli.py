@@ -1,8 +1,8 @@
 """``mirage rescore``, ``mirage report`` and ``mirage run`` (harness commands).
 
 Above: the ``mirage`` typer root, which calls ``register(app)``. Below: records, scoring and the
-report writer, imported inside the commands so the CLI stays light to import. ``run`` lives in
-its own function (``register_run``) so the runner can replace it without touching the rest.
+report writer, imported inside the commands so the CLI stays light to import. ``run`` comes from
+the runner's own CLI module (``harness.run_cli``), hooked in by ``register_run``.
 """
 
 from __future__ import annotations
@@ -96,14 +96,6 @@ def report(directory: DirArgument) -> None:
     typer.echo(table2(files.aggregate))
     typer.echo(
         f"\nwrote {files.summary}, {files.details}, {files.report}, {len(files.figures)} figures"
-    )
-
-
-def run() -> None:
-    """Run the MIRAGE protocol end to end (not available yet)."""
-    typer.echo(
-        "mirage run: the harness runner (trunk, checkpoints, probes) is not available yet. "
-        "Score and report existing results with `mirage rescore DIR` and `mirage report DIR`."
     )
 
 

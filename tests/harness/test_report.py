@@ -135,8 +135,3 @@ def test_cli_rescore_rewrites_stale_indicators(run_dir: Path) -> None:
 def test_cli_errors_are_clear(tmp_path: Path) -> None:
     result = CliRunner().invoke(_app(), ["report", str(tmp_path)])
     assert result.exit_code != 0 and "no results file" in result.output
-
-
-def test_cli_run_placeholder() -> None:
-    result = CliRunner().invoke(_app(), ["run"])
-    assert result.exit_code == 0 and "not available yet" in result.output
