@@ -62,6 +62,10 @@ _LOCAL_OPTIONS = frozenset(
     }
 )
 
+_IGNORED_LOCAL_OPTIONS = frozenset({"timeout_s", "max_retries"})
+"""Accepted for every model so callers can pass one option set; an in-process model has no
+network to time out or retry."""
+
 
 def make_backbone(model: str | None = None, **options: Any) -> Backbone:
     """The backbone for ``model`` (default: the embedded SmolLM2). Options: api_base, api_key,
@@ -93,7 +97,9 @@ def _make_local(model: str, given: dict[str, Any]) -> EmbeddedBackbone:
             f"(for a served model use a litellm string such as 'hosted_vllm/NAME' or "
             f"'ollama/NAME' with api_base)"
         )
-    _check_options(model, given, _LOCAL_OPTIONS)
+    _check_options(model, given, _LOCAL_OPTIONS | _IGNORED_LOCAL_OPTIONS)
+    for key in _IGNORED_LOCAL_OPTIONS:
+        given.pop(key, None)
     if given.pop("tool_mode", "text") != "text":
         raise ValueError(f"{model} supports only tool_mode='text' (it has no native tool calls)")
     return EmbeddedBackbone(model, **given)

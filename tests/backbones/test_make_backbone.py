@@ -21,8 +21,12 @@ def test_no_model_means_the_embedded_default() -> None:
 
 
 def test_local_options_are_applied() -> None:
-    backbone = make_backbone("local/smollm2-135m", max_output_tokens=32, temperature=None)
+    backbone = make_backbone(
+        "local/smollm2-135m", max_output_tokens=32, temperature=None, timeout_s=5, max_retries=1
+    )
     assert isinstance(backbone, EmbeddedBackbone) and backbone.max_output_tokens == 32
+    with pytest.raises(ValueError, match=r"unknown backbone option\(s\).*: api_base"):
+        make_backbone("local/smollm2-135m", api_base="http://127.0.0.1:1/v1")
 
 
 def test_unknown_local_model_is_a_clear_error() -> None:
