@@ -99,8 +99,8 @@ async def test_compacting_a_snapshot_never_touches_the_input(tmp_path: Path) -> 
     assert len(restored.messages) < len(load_snapshot(source).messages)
 
 
-def test_cli_reports_bad_input_clearly(tmp_path: Path) -> None:
-    runner = CliRunner()
+def test_cli_reports_bad_input_clearly(tmp_path: Path, cli_runner: CliRunner) -> None:
+    runner = cli_runner
     missing = runner.invoke(app, ["compact", str(tmp_path / "x.session"), "--out", str(tmp_path)])
     assert missing.exit_code == 1 and "cannot read snapshot" in missing.output
     source = save_snapshot(session_with(conversation(turns=3)), tmp_path)

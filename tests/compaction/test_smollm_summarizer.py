@@ -38,7 +38,9 @@ TEMPLATE = f"template:{EXAMPLES / 'summary_template.txt'}"
 async def test_smollm2_writes_a_summary_in_each_format(summary_format: str) -> None:
     session = example_session(filler_rounds=2)
     kept = session.messages[-3:]
-    summarizer = make_backbone("local/smollm2-135m", max_output_tokens=32, context_window=4_096)
+    summarizer = make_backbone(
+        "local/smollm2-135m", max_output_tokens=32, context_window=4_096, n_threads=1
+    )
     record = await compact(session, summary_format, summarizer, keep_recent_tokens=150)
     assert record.summary.strip()
     assert record.format == summary_format and record.summarizer_model == "local/smollm2-135m"
@@ -47,10 +49,10 @@ async def test_smollm2_writes_a_summary_in_each_format(summary_format: str) -> N
     assert session.ledger.calls[-1].purpose == "summary"
 
 
-def test_mirage_compact_with_smollm2(tmp_path: Path) -> None:
+def test_mirage_compact_with_smollm2(tmp_path: Path, cli_runner: CliRunner) -> None:
     source = save_snapshot(example_session(filler_rounds=2), tmp_path / "in")
     raw = source.read_bytes()
-    result = CliRunner().invoke(
+    result = cli_runner.invoke(
         app,
         [
             "compact",
