@@ -19,6 +19,7 @@ from compaction.transcript import previous_summary
 from runtime.agent import Agent
 from runtime.backbones.base import ProviderError
 from runtime.backbones.scripted import ScriptedBackbone
+from runtime.factory import memory_server_stdio
 from runtime.mcp_client import MCPServerConfig, MCPToolset
 from runtime.messages import Message
 from tests.compaction.helpers import conversation, reply, session_with
@@ -210,3 +211,25 @@ async def test_overflow_retry_is_bounded_and_shrinks_the_tail() -> None:
     tails = [r.tokens_after for r in records]
     assert tails == sorted(tails, reverse=True) and tails[0] > tails[-1]
     assert len(backbone.calls) == 4
+
+
+@pytest.mark.slow
+async def test_flush_and_compaction_through_the_real_memory_server(workspace: Path) -> None:
+    """The bundled memory server (``mirage memory serve``) as the agent's toolset."""
+    before = _evidence_hashes(workspace)
+    replies = [
+        reply("a", 13_000),  # above both thresholds: flush, then compaction
+        reply(APPEND % "chart_3f9a1c20: Berlin 1830 EUR (2019)", 13_100),
+        reply("NO_REPLY", 13_200),
+    ]
+    async with MCPToolset([memory_server_stdio(workspace)]) as tools:
+        agent, backbone, summarizer = _agent(replies, ["## Goal\nrent"], tools)
+        await agent.turn("one")
+    backbone.assert_exhausted()
+    summarizer.assert_exhausted()
+    assert [f.status for f in flush_records(agent.session)] == ["written"]
+    assert agent.session.compaction.count == 1
+    note = workspace / "memory" / f"{dt.date.today().isoformat()}.md"
+    assert "chart_3f9a1c20: Berlin 1830 EUR (2019)" in note.read_text()
+    after = _evidence_hashes(workspace)
+    assert {p: d for p, d in after.items() if p != f"memory/{note.name}"} == before
