@@ -97,8 +97,11 @@ class Agent:
         self.toolset: Toolset = toolset or NoTools()
         self.policy = policy
         self.parser_family = session.config.parser or backbone.profile.parser
-        self._system = SystemMessage(content=self._system_text())
-        self._system_tokens = count_message_tokens(self._system) + count_tokens(
+        system = SystemMessage(content=self._system_text())
+        text_mode = backbone.tool_mode == "text"
+        examples = backbone.profile.example_turns(self.tools) if text_mode else []
+        self._prefix: list[Message] = [system, *examples]
+        self._system_tokens = sum(count_message_tokens(m) for m in self._prefix) + count_tokens(
             backbone.profile.render_tools(self.tools)
         )
         self.check_context_window()
@@ -130,7 +133,8 @@ class Agent:
             )
 
     def active_context(self) -> list[Message]:
-        return [self._system, *self.session.messages]
+        """System prompt, the profile's few-shot tool example turns (text mode), history."""
+        return [*self._prefix, *self.session.messages]
 
     def estimated_eit(self) -> int:
         """Tokens the next call would send (estimate), without a backbone call."""

@@ -55,3 +55,7 @@ _register_all()
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

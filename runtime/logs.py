@@ -11,6 +11,13 @@ import sys
 import structlog
 
 
+class _StderrLoggerFactory:
+    """Looks ``sys.stderr`` up per logger, so a replaced or closed stream (tests) is not kept."""
+
+    def __call__(self, *args: object) -> structlog.PrintLogger:
+        return structlog.PrintLogger(sys.stderr)
+
+
 def configure_logging(verbose: bool = False) -> None:
     level = logging.INFO if verbose else logging.WARNING
     structlog.configure(
@@ -20,7 +27,7 @@ def configure_logging(verbose: bool = False) -> None:
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_StderrLoggerFactory(),
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=level, stream=sys.stderr)
