@@ -22,6 +22,7 @@ files by how many query terms they contain as substrings.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_results
 
-from memory_server.embedding import Embedder, EmbeddingCache, text_hash
+from memory_server.embedding import Embedder, EmbeddingCache, set_torch_threads, text_hash
 from memory_server.index import HybridIndex, IndexConfig
 from memory_server.service import MemoryService
 from memory_server.workspace import Workspace
@@ -436,15 +437,21 @@ def main() -> None:
         "--real-max", type=int, default=10000, help="largest size embedded by MiniLM"
     )
     parser.add_argument("--clients", default="8,32")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument(
         "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "mirage-bench-memory"
     )
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
+    set_torch_threads(args.threads)
     embedder = Embedder()
     started = time.perf_counter()
     embedder.embed(["warm up"])
-    results: dict[str, Any] = {"model_load_seconds": round(time.perf_counter() - started, 2)}
+    results: dict[str, Any] = {
+        "model_load_seconds": round(time.perf_counter() - started, 2),
+        "torch_threads": args.threads,
+        "load_average_at_start": list(os.getloadavg()),
+    }
 
     results["quality"] = quality(args.cache_dir, embedder)
     print("quality", results["quality"], flush=True)

