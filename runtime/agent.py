@@ -151,7 +151,6 @@ class Agent:
         ``ProviderError`` the session is rolled back to where it was before the turn and the
         error propagates (it is not model output)."""
         started = time.perf_counter()
-        mark = len(self.session.messages)
         if isinstance(message, str):
             message = UserMessage.text(message, tuple(images))
         self.session.append(message)
@@ -159,7 +158,7 @@ class Agent:
         try:
             await self._run_rounds(record, purpose)
         except ProviderError:
-            self.session.truncate(mark)
+            self._roll_back_to(message)
             raise
         record.total_s = time.perf_counter() - started
         if self.policy is not None and purpose == "turn":
@@ -167,6 +166,14 @@ class Agent:
         record.eit = self.session.ledger.current_eit
         record.compaction_count = self.session.compaction_count
         return record
+
+    def _roll_back_to(self, message: UserMessage) -> None:
+        """Drop ``message`` and everything after it (found by identity: an overflow compaction
+        during the turn may have moved it)."""
+        for index in range(len(self.session.messages) - 1, -1, -1):
+            if self.session.messages[index] is message:
+                self.session.truncate(index)
+                return
 
     async def _run_rounds(self, record: TurnRecord, purpose: CallPurpose) -> None:
         tools = self.tools

@@ -2,7 +2,8 @@
 
 Every backbone call appends one ``CallRecord`` (provider-reported input tokens including cached
 ones, the cached part separately, output tokens, and whether the numbers are a tiktoken
-estimate). Current EIT is the input of the latest call; peak EIT the largest seen. Appending
+estimate). Current EIT is the input of the latest conversation call (compaction summaries and
+the silent memory flush are recorded but do not move it); peak EIT the largest seen. Appending
 is O(1), so a turn costs O(new tokens), not O(whole context).
 """
 
@@ -51,7 +52,7 @@ class Ledger(BaseModel):
             latency_s=latency_s,
         )
         self.calls.append(call)
-        if purpose != "summary":
+        if purpose not in ("summary", "flush"):
             self.current_eit = usage.input_tokens
             self.peak_eit = max(self.peak_eit, usage.input_tokens)
         self.total_input_tokens += usage.input_tokens

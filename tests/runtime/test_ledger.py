@@ -11,13 +11,15 @@ def test_ledger_tracks_current_and_peak_eit_and_cached_tokens() -> None:
     ledger.record(Usage(input_tokens=1000, output_tokens=50), model="m")
     ledger.record(Usage(input_tokens=3000, output_tokens=20, cached_tokens=990), model="m")
     ledger.record(Usage(input_tokens=400, output_tokens=80), model="s", purpose="summary")
+    ledger.record(Usage(input_tokens=3100, output_tokens=0), model="m", purpose="flush")
+    assert ledger.current_eit == 3000
     ledger.record(Usage(input_tokens=1500, output_tokens=10, source="estimate"), model="m")
     assert ledger.current_eit == 1500
     assert ledger.peak_eit == 3000
     assert ledger.total_cached_tokens == 990
     assert ledger.total_output_tokens == 160
-    assert [call.index for call in ledger.calls] == [0, 1, 2, 3]
-    assert ledger.calls[3].source == "estimate"
+    assert [call.index for call in ledger.calls] == [0, 1, 2, 3, 4]
+    assert ledger.calls[4].source == "estimate"
     assert ledger.headroom == 8192 - 1500
 
 
