@@ -1,0 +1,115 @@
+"""``mirage run`` end to end on the bundled pack with a scripted trunk, a scripted summarizer
+and an oracle answerer that answers from the gold (and calls artifact_recall under Cm):
+real workspace, real index, real memory server over HTTP, real checkpoints and restores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from harness.packs import load_pack
+from harness.records import read_records
+from harness.run import MirageRun, RunConfig
+from runtime.backbones.scripted import FunctionBackbone
+from runtime.messages import Message, ToolResultMessage, ToolSpec, UserMessage
+
+pytestmark = pytest.mark.slow
+
+PACK = load_pack("mirage-core")
+GOLD = {q.question.strip(): q for q in PACK.questions}
+
+
+def oracle(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+    last_user = next(m for m in reversed(messages) if isinstance(m, UserMessage))
+    text = last_user.plain_text
+    question = GOLD[text.split("Question:", 1)[1].split("\n\n", 1)[0].strip()]
+    retrieved = isinstance(messages[-1], ToolResultMessage)
+    if "MUST call the artifact_recall" in text and not retrieved:
+        query = json.dumps({"name": "artifact_recall", "arguments": {"query": question.question}})
+        return f"<tool_call>{query}</tool_call>"
+    return (
+        f"ANSWERABLE={question.gold_answerable}\nSOURCE={question.gold_source}\n"
+        f"ANSWER={question.gold_answer}"
+    )
+
+
+def summary(messages: Sequence[Message]) -> str:
+    return "## Goal\nHelp the user.\n## Critical context\nArtifacts were shared earlier."
+
+
+def _run(tmp_path: Path, answerer: FunctionBackbone) -> MirageRun:
+    config = RunConfig(
+        models=["oracle"],
+        trunk_model="scripted",
+        summarizer_model="summarizer",
+        limit=4,
+        out=tmp_path / "run",
+    )
+    backbones = {
+        "oracle": answerer,
+        "summarizer": FunctionBackbone(summary, model="summarizer"),
+    }
+    return MirageRun(config, backbones=backbones)
+
+
+async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> None:
+    answerer = FunctionBackbone(oracle, model="oracle", context_window=8192)
+    [folder] = await _run(tmp_path, answerer).execute()
+
+    records = read_records(folder / "results.jsonl")
+    assert len(records) == 4 * 4 * 2  # questions x states x conditions
+    answerable = [r for r in records if r.gold_answerable == "YES"]
+    assert answerable and all(r.GC == 1 for r in answerable)
+    assert all(r.HR == 0 for r in records if r.gold_answerable == "NO")
+    assert {r.path for r in records if r.condition == "Cm"} == {"R_tool"}
+    assert {r.path for r in records if r.condition == "C0"} == {"R_context"}
+    for record in records:  # every probe started from an untouched copy of its checkpoint
+        assert record.restored_sha256 == record.checkpoint_sha256  # type: ignore[attr-defined]
+    summary_json = json.loads((folder / "summary.json").read_text())
+    assert summary_json["states"]["S2"]["C0"]["GC"] == 100.0
+
+    manifests = {
+        p.parent.name: json.loads(p.read_text())
+        for p in (tmp_path / "run" / "checkpoints").glob("*/*/manifest.json")
+    }
+    assert set(manifests) == {"S1-d0", "S1-d50k", "S1-d80k", "S2"}
+    assert manifests["S2"]["compaction_count"] == 1
+    assert all(m["compaction_count"] == 0 for s, m in manifests.items() if s != "S2")
+    assert manifests["S1-d0"]["eit"] < manifests["S1-d50k"]["eit"] < manifests["S1-d80k"]["eit"]
+
+    calls = answerer.calls
+    rerun = FunctionBackbone(oracle, model="oracle", context_window=8192)
+    await _run(tmp_path, rerun).execute()
+    assert rerun.calls == []  # nothing re-probed, checkpoints reused
+    assert len(read_records(folder / "results.jsonl")) == len(records)
+    assert calls
+
+
+class ProcessDied(BaseException):
+    """Stands for the process being killed mid-run (not an error the run could handle)."""
+
+
+async def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
+    budget = {"left": 7}
+
+    def dying(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        if budget["left"] == 0:
+            raise ProcessDied
+        budget["left"] -= 1
+        return oracle(messages, tools)
+
+    with pytest.raises(ProcessDied):
+        await _run(tmp_path, FunctionBackbone(dying, model="oracle", context_window=8192)).execute()
+    folder = tmp_path / "run" / "oracle"
+    partial = read_records(folder / "results.jsonl")
+    assert 0 < len(partial) < 32
+    with (folder / "results.jsonl").open("ab") as handle:
+        handle.write(b'{"state": "S1-d0", "condit')  # a torn line, as after kill -9
+    await _run(tmp_path, FunctionBackbone(oracle, model="oracle", context_window=8192)).execute()
+    records = read_records(folder / "results.jsonl")
+    assert len(records) == 32
+    assert len({r.key for r in records}) == 32
+    assert records[: len(partial)] == partial
