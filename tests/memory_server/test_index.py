@@ -195,10 +195,22 @@ def test_pdf_needs_pypdf_or_is_indexed(
 ) -> None:
     import importlib.util
 
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     root = write_workspace(tmp_path / "ws")
-    if importlib.util.find_spec("pypdf") is not None:
-        pytest.skip("pypdf is installed; this test covers the missing-dependency report")
-    (root / "artifacts" / "scan.pdf").write_bytes(b"%PDF-1.4 not parsed")
-    report = _index(root, embedder, shared_cache).sync()
-    assert any("scan.pdf" in warning and "pypdf" in warning for warning in report.warnings)
-    assert report.units_added == 9
+    figure = plt.figure()
+    figure.text(0.1, 0.5, "Quarterly revenue was 4.2 million EUR")
+    figure.savefig(root / "artifacts" / "report_q3.pdf")
+    plt.close(figure)
+    index = _index(root, embedder, shared_cache)
+    report = index.sync()
+    if importlib.util.find_spec("pypdf") is None:
+        assert any("report_q3.pdf" in w and "pypdf" in w for w in report.warnings)
+        return
+    assert report.warnings == []
+    hit = index.search("quarterly revenue", 1)[0]
+    assert (hit.artifact_id, hit.locator) == ("report_q3", "page 1")
+    assert "4.2 million" in hit.snippet
