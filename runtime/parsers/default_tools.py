@@ -1,55 +1,14 @@
 """The tools ``mirage parse`` and ``mirage compliance`` offer by default: the memory server's
-retrieval tools, as OpenAI function-tool specs.
-
-Kept here until the memory server exposes its tool specs itself; the two must stay in step
-(argument names, types, required fields).
-"""
+retrieval tools, exactly as its MCP server advertises them (``memory_server.tools_specs``)."""
 
 from __future__ import annotations
 
+from memory_server import tools_specs
 from runtime.messages import ToolSpec
 
-ARTIFACT_RECALL = ToolSpec(
-    name="artifact_recall",
-    description=(
-        "Search earlier artifacts (documents, tables, screenshots, notes) for passages relevant "
-        "to a query. Returns ranked passages with their artifact ids and line ranges."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for."},
-            "k": {
-                "type": "integer",
-                "description": "How many passages to return.",
-                "default": 5,
-                "minimum": 1,
-                "maximum": 50,
-            },
-            "artifact_id": {
-                "anyOf": [{"type": "string"}, {"type": "null"}],
-                "description": "Only search this artifact.",
-                "default": None,
-            },
-        },
-        "required": ["query"],
-    },
-)
+_SPECS = {spec.name: spec for spec in tools_specs()}
 
-ARTIFACT_GET = ToolSpec(
-    name="artifact_get",
-    description=(
-        "Read an artifact (or a line range of it) by the reference artifact_recall returned."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "ref": {"type": "string", "description": "Artifact id or reference."},
-            "start_line": {"type": "integer", "description": "First line (1-based).", "minimum": 1},
-            "end_line": {"type": "integer", "description": "Last line (inclusive).", "minimum": 1},
-        },
-        "required": ["ref"],
-    },
-)
+ARTIFACT_RECALL: ToolSpec = _SPECS["artifact_recall"]
+ARTIFACT_GET: ToolSpec = _SPECS["artifact_get"]
 
 DEFAULT_TOOLS: tuple[ToolSpec, ...] = (ARTIFACT_RECALL, ARTIFACT_GET)

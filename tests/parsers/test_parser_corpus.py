@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from corpus_tools import DEFAULT_TOOLS
 from pydantic import BaseModel, ConfigDict
 
 from runtime.parsers import parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 
 
 class Case(BaseModel):
