@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.checkpoints import Checkpoint, TrunkConfig, load_family, mark_family_complete
 from harness.protocol import CONDITIONS, Condition
@@ -58,6 +58,29 @@ class RunConfig(BaseModel):
         ge=1024,
         description="Trunk window; default the trunk model's own (8192 for a scripted trunk).",
     )
+    agent: str | None = Field(
+        default=None,
+        description="An agent we did not write instead of --model: openai:URL or cmd:COMMAND",
+    )
+    agent_model: str | None = Field(default=None, description="model name sent to openai: agents")
+    agent_api_key: str | None = Field(default=None, exclude=True)
+    agent_timeout_s: float = Field(default=120.0, gt=0)
+    memory_url: str | None = Field(
+        default=None,
+        description="Where the memory server listens for the agent (http://HOST:PORT/mcp); "
+        "default a free loopback port (agents then need the per-probe URL)",
+    )
+    memory_token: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _agent_options(self) -> RunConfig:
+        if self.agent is not None:
+            agent_spec(self.agent)
+        elif self.memory_url or self.agent_model:
+            raise ValueError("--memory-url and --agent-model apply only with --agent")
+        if self.memory_url is not None:
+            memory_binding(self.memory_url, self.memory_token)
+        return self
 
     @property
     def summarizer(self) -> str:
@@ -91,6 +114,34 @@ def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
     return chosen
 
 
+def agent_spec(value: str) -> tuple[str, str]:
+    """``openai:URL`` or ``cmd:COMMAND`` split into kind and target, validated."""
+    kind, _, target = value.partition(":")
+    if kind == "openai" and target.startswith(("http://", "https://")):
+        return kind, target
+    if kind == "cmd" and target.strip():
+        from harness.agents.command import parse_command
+
+        parse_command(target)  # the executable must exist now, not after the trunk is built
+        return kind, target
+    raise ValueError(f"--agent must be openai:http://HOST:PORT/v1 or cmd:PATH, got {value!r}")
+
+
+def memory_binding(url: str, token: str | None) -> tuple[str, int]:
+    """Host and port to serve the memory server on for ``--memory-url``."""
+    from urllib.parse import urlsplit
+
+    from memory_server.http import MCP_PATH, check_binding
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise ValueError(f"--memory-url must be http://HOST:PORT/mcp, got {url!r}")
+    if parts.path not in ("", "/", MCP_PATH):
+        raise ValueError(f"--memory-url path must be {MCP_PATH} (the server's endpoint): {url!r}")
+    check_binding(parts.hostname, token)
+    return parts.hostname, parts.port
+
+
 def pack_digest(pack_root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in pack_root.rglob("*") if p.is_file()):
@@ -115,14 +166,63 @@ def memory_http(
         yield http.tagged_url
 
 
+class MemoryEndpoint:
+    """The memory server for one answerer's probes: one listener for every state, re-pinned to
+    each checkpoint's workspace version between states (so an agent holding a session on a fixed
+    URL keeps it)."""
+
+    def __init__(self, http: Any, service: Any) -> None:
+        self.http = http
+        self.service = service
+
+    def pin(self, version: str | None) -> None:
+        if version is not None:
+            self.service.workspace.version(version)  # raises for an unknown version
+        self.service.version = version
+
+    def tagged_url(self, tag: str) -> str:
+        return str(self.http.tagged_url(tag))
+
+
+@contextmanager
+def memory_endpoint(
+    workspace: Path,
+    index: Any,
+    call_log: Path,
+    *,
+    url: str | None = None,
+    token: str | None = None,
+) -> Iterator[MemoryEndpoint]:
+    """The memory server over HTTP at ``url`` (default a free loopback port)."""
+    from memory_server.http import HttpServerThread
+    from memory_server.server import build_server
+    from memory_server.service import MemoryService
+    from memory_server.workspace import Workspace
+
+    host, port = memory_binding(url, token) if url else ("127.0.0.1", 0)
+    service = MemoryService(Workspace.open(workspace), index, call_log=call_log)
+    server = build_server(workspace, service=service, transport="streamable-http")
+    with HttpServerThread(server, host=host, port=port, token=token) as http:
+        log.info("memory_server_listening", url=http.url)
+        yield MemoryEndpoint(http, service)
+
+
 class MirageRun:
     """One ``mirage run``: owns the output folder layout and the run's stages."""
 
-    def __init__(self, config: RunConfig, progress: Any | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        progress: Any | None = None,
+        backbones: dict[str, Any] | None = None,
+    ) -> None:
+        """``backbones`` maps model strings to ready backbones (tests, or callers that build
+        their own); every other model string goes through ``make_backbone``."""
         from harness.packs import load_pack
         from harness.states import resolve_profile
 
         self.config = config
+        self.backbones = dict(backbones or {})
         self.out = config.out
         self.pack = load_pack(config.pack)
         self.progress = progress
@@ -141,6 +241,8 @@ class MirageRun:
     def _backbone(self, model: str, max_output_tokens: int) -> Any:
         from runtime.backbones import make_backbone
 
+        if model in self.backbones:
+            return self.backbones[model]
         options: dict[str, Any] = {"max_output_tokens": max_output_tokens}
         if self.config.api_base and not model.startswith("local/"):
             options["api_base"] = self.config.api_base
@@ -246,10 +348,7 @@ class MirageRun:
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
-        from harness.probes import plan_probes, run_probes
-        from harness.records import ResultsLog
 
-        model_dir = self.out / model_slug(model)
         backbone = self._backbone(model, self.config.probe_max_output_tokens)
         agent = BuiltinAgent(
             backbone,
@@ -257,9 +356,59 @@ class MirageRun:
             max_output_tokens=self.config.probe_max_output_tokens,
             adapters=self.config.adapters,
         )
+        return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
+
+    def external_agent(self, call_log: Path) -> Any:
+        """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
+        from harness.agents.command import CommandAgent, parse_command
+        from harness.agents.openai_endpoint import OpenAIEndpointAgent
+        from harness.attribution import AttributedAgent
+
+        assert self.config.agent is not None
+        kind, target = agent_spec(self.config.agent)
+        inner: Any
+        if kind == "openai":
+            inner = OpenAIEndpointAgent(
+                target,
+                model=self.config.agent_model,
+                api_key=self.config.agent_api_key,
+                timeout_s=self.config.agent_timeout_s,
+            )
+        else:
+            inner = CommandAgent(parse_command(target), timeout_s=self.config.agent_timeout_s)
+        return AttributedAgent(inner, call_log)
+
+    async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
+        assert self.config.agent is not None
+        name = self.config.agent_model or self.config.agent
+        model_dir = self.out / model_slug(name)
+        agent = self.external_agent(model_dir / "calls.jsonl")
+        try:
+            return await self.probe_agent(agent, model_dir, checkpoints, index)
+        finally:
+            await agent.aclose()
+
+    async def probe_agent(
+        self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
+    ) -> Path:
+        """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
+        from harness.probes import plan_probes, run_probes
+        from harness.records import ResultsLog
+
         questions = self.questions()
         resolver = self.resolver()
-        with ResultsLog(model_dir / "results.jsonl") as results:
+        model_dir.mkdir(parents=True, exist_ok=True)
+        with (
+            ResultsLog(model_dir / "results.jsonl") as results,
+            memory_endpoint(
+                self.workspace,
+                index,
+                model_dir / "calls.jsonl",
+                url=self.config.memory_url,
+                token=self.config.memory_token,
+            ) as memory,
+        ):
+            agent.memory_url = memory.tagged_url
             for state, checkpoint in checkpoints.items():
                 tasks = list(
                     plan_probes(
@@ -268,17 +417,15 @@ class MirageRun:
                 )
                 if all(task.key in results for task in tasks):
                     continue
-                version = checkpoint.manifest.workspace_version
-                with memory_http(self.workspace, index, version, model_dir / "calls.jsonl") as url:
-                    agent.memory_url = url
-                    await run_probes(
-                        agent,
-                        tasks,
-                        results,
-                        resolver,
-                        concurrency=self.config.concurrency,
-                        on_done=self._probe_progress(model, state, len(tasks)),
-                    )
+                memory.pin(checkpoint.manifest.workspace_version)
+                await run_probes(
+                    agent,
+                    tasks,
+                    results,
+                    resolver,
+                    concurrency=self.config.concurrency,
+                    on_done=self._probe_progress(agent.name, state, len(tasks)),
+                )
         return model_dir
 
     def _probe_progress(self, model: str, state: str, total: int) -> Callable[[Any], None] | None:
@@ -298,10 +445,17 @@ class MirageRun:
         try:
             checkpoints = await self.checkpoints(index)
             folders = []
-            for model in self.config.models:
-                folder = await self.probe_model(model, checkpoints, index)
+            if self.config.agent is not None:
+                folders.append(await self.probe_external(checkpoints, index))
+            else:
+                for model in self.config.models:
+                    folders.append(await self.probe_model(model, checkpoints, index))
+            for folder in folders:
                 write_report(folder)
-                folders.append(folder)
+                if self.config.agent is not None:
+                    from harness.attribution import write_attribution_summary
+
+                    write_attribution_summary(folder)
             return folders
         finally:
             index.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from harness.run import DEFAULT_MODEL, RunConfig
 
@@ -60,6 +61,38 @@ def run(
     api_base: Annotated[
         str | None, typer.Option(help="Base URL for non-local models (OpenAI-compatible)")
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="Evaluate an agent we did not write instead of --model: "
+            "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint) or cmd:PATH (one JSON "
+            "request on stdin, one JSON reply on stdout; docs/own_agent.md)",
+        ),
+    ] = None,
+    agent_model: Annotated[
+        str | None, typer.Option(help="Model name sent to an openai: agent (also the folder)")
+    ] = None,
+    agent_api_key: Annotated[
+        str | None,
+        typer.Option(help="Bearer key for an openai: agent", envvar="MIRAGE_AGENT_API_KEY"),
+    ] = None,
+    agent_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds an agent may take for one probe")
+    ] = 120.0,
+    memory_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve the memory server here for the agent (http://HOST:PORT/mcp); each probe "
+            "also gets its own URL .../t/<tag>/mcp, sent as header X-Mirage-Memory-Url",
+        ),
+    ] = None,
+    memory_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token the memory server requires (needed off loopback)",
+            envvar="MIRAGE_MEMORY_TOKEN",
+        ),
+    ] = None,
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
@@ -70,13 +103,13 @@ def run(
     from harness.report import write_report
     from harness.report.tables import table1
 
-    config = RunConfig(
+    config = _config(
         pack=pack,
         models=model or [DEFAULT_MODEL],
         trunk_model=trunk_model,
         summarizer_model=summarizer,
         profile=profile,
-        conditions=_conditions(conditions),  # type: ignore[arg-type]
+        conditions=_conditions(conditions),
         repeats=repeats,
         limit=limit or None,
         summary_format=summary_format,
@@ -86,6 +119,12 @@ def run(
         concurrency=concurrency,
         adapters=adapters,
         api_base=api_base,
+        agent=agent,
+        agent_model=agent_model,
+        agent_api_key=agent_api_key,
+        agent_timeout_s=agent_timeout,
+        memory_url=memory_url,
+        memory_token=memory_token,
     )
     console = Console(stderr=True)
     started = time.perf_counter()
@@ -98,13 +137,35 @@ def run(
     with Progress(*columns, console=console) as progress:
         from harness.run import MirageRun
 
-        folders = asyncio.run(MirageRun(config, progress).execute())
+        folders = _execute(MirageRun(config, progress))
     for folder in folders:
         files = write_report(folder)
         typer.echo(f"\n## {folder.name}\n")
         typer.echo(table1(files.aggregate))
+        if agent is not None:
+            from harness.attribution import summary_text, write_attribution_summary
+
+            typer.echo("\n" + summary_text(write_attribution_summary(folder)))
         typer.echo(f"\nreport: {files.report}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def _config(**fields: Any) -> RunConfig:
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
+        raise typer.BadParameter(problems) from exc
+
+
+def _execute(run: Any) -> list[Path]:
+    from harness.attribution import AttributionError
+
+    try:
+        return list(asyncio.run(run.execute()))
+    except AttributionError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
 
 
 def register(app: typer.Typer) -> None:
