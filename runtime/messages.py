@@ -35,6 +35,11 @@ class ImagePart(_Frozen):
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 
 
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""A provider-native call whose arguments were not a JSON object keeps the raw text under this
+key, so the parser can label it instead of the backbone raising."""
+
+
 class ToolCall(_Frozen):
     id: str
     name: str

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.backbones.base import Completion, ProviderError, ProviderErrorKind, ToolMode
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
 from runtime.backbones.scripted import estimate_usage
-from runtime.messages import Message, ToolCall, ToolSpec, Usage
+from runtime.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 
 log = structlog.get_logger(__name__)
@@ -38,7 +38,6 @@ DEFAULT_CONTEXT_WINDOW = 8192
 that the context guard errs on the safe side for unknown served models."""
 
 PLACEHOLDER_API_KEY = "sk-no-key-required"
-RAW_ARGUMENTS_KEY = "_raw_arguments"
 """Key under which native tool-call arguments that are not a JSON object are kept verbatim."""
 
 
