@@ -3,14 +3,17 @@
 A state is captured from the trunk either at the first turn whose EIT reaches a depth, at
 the end of planting, or right after the N-th native compaction. The ``paper`` profile uses
 the paper's coordinates on an effective window of 120k tokens; ``scaled`` maps the same
-coordinates proportionally onto a backbone's window (the default for small local models).
+coordinates proportionally onto a backbone's window (the default for small local models); a
+YAML file defines a profile of the user's own states.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 PAPER_WINDOW = 120_000
 
@@ -76,9 +79,29 @@ def scaled_profile(window: int) -> DepthProfile:
     return DepthProfile(name="scaled", window=window, states=states)
 
 
+def load_profile(path: Path) -> DepthProfile:
+    """A user-defined profile from YAML: ``name``, ``window`` and a list of ``states``
+    (each ``{name, kind: plant_end|depth|compaction, eit?, compactions?}``)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read depth profile {path}: {exc}") from exc
+    try:
+        profile = DepthProfile.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{path} is not a valid depth profile:\n{exc}") from exc
+    names = [spec.name for spec in profile.states]
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"{path}: states must be a non-empty list with unique names")
+    return profile
+
+
 def resolve_profile(name: str, backbone_window: int) -> DepthProfile:
+    """``paper``, ``scaled`` (onto ``backbone_window``), or the path of a YAML profile."""
     if name == "paper":
         return paper_profile()
     if name == "scaled":
         return scaled_profile(backbone_window)
+    if name.endswith((".yaml", ".yml")):
+        return load_profile(Path(name))
     raise ValueError(f"unknown depth profile {name!r} (known: paper, scaled, or a YAML file)")
