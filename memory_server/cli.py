@@ -45,6 +45,16 @@ ChromaOpt = Annotated[
 ]
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of writing (test runners swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _log_to_stderr() -> None:
     """Logs go to stderr: stdout carries the MCP stdio protocol or command output."""
     import logging
@@ -52,7 +62,7 @@ def _log_to_stderr() -> None:
     import structlog
 
     structlog.configure(
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
     )
 
@@ -130,6 +140,7 @@ def search_command(
             Workspace.open(workspace),
             index_config=_index_config(model, chroma_url),
             version=version,
+            log_calls=False,
         )
         result = service.recall(query, k, artifact)
     except MemoryServerError as exc:

@@ -1,0 +1,63 @@
+"""``mirage memory …`` commands through the real root CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from memory_server.cli import client_config_text
+from memory_server.embedding import Embedder
+from runtime.cli import app
+from tests.memory_server.conftest import write_workspace
+
+runner = CliRunner()
+
+
+def test_resolve_snapshot_and_calls(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    resolved = runner.invoke(app, ["memory", "resolve", str(root), "rent chart", "nothing"])
+    assert resolved.exit_code == 0, resolved.output
+    assert "rent chart\tchart_3f9a1c20" in resolved.output
+    assert "nothing\tNONE" in resolved.output
+    snap = runner.invoke(app, ["memory", "snapshot", str(root)])
+    assert snap.exit_code == 0 and snap.stdout.strip().startswith("v_")
+    calls = runner.invoke(app, ["memory", "calls", str(root)])
+    assert calls.exit_code == 0 and calls.stdout == ""
+
+
+def test_index_then_search_json(tmp_path: Path, embedder: Embedder) -> None:
+    root = write_workspace(tmp_path / "ws")
+    indexed = runner.invoke(app, ["memory", "index", str(root)])
+    assert indexed.exit_code == 0, indexed.output
+    assert "+9 units" in indexed.output
+    found = runner.invoke(
+        app, ["memory", "search", str(root), "INV-2023-0042", "-k", "1", "--json"]
+    )
+    assert found.exit_code == 0, found.output
+    payload = json.loads(found.stdout)
+    assert payload["hits"][0]["artifact_id"] == "invoice_2023_0042"
+    assert not (root / ".mirage" / "calls.jsonl").exists()
+
+
+def test_serve_refuses_public_binding_without_token(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    result = runner.invoke(
+        app, ["memory", "serve", "--workspace", str(root), "--http", "0.0.0.0:8765"]
+    )
+    assert result.exit_code == 2
+    assert "without a bearer token" in result.output
+
+
+def test_client_config_snippets(tmp_path: Path) -> None:
+    stdio = client_config_text(tmp_path, None, None, None, "probe-1")
+    block = json.loads(stdio.split("\n", 1)[1])
+    server = block["mcpServers"]["mirage-memory"]
+    assert server["args"][:3] == ["memory", "serve", "--workspace"]
+    assert server["args"][-2:] == ["--tag", "probe-1"]
+    assert server["env"]["HF_HUB_OFFLINE"] == "1"
+    http = client_config_text(tmp_path, "127.0.0.1", 8765, "secret", None)
+    assert "http://127.0.0.1:8765/mcp" in http
+    assert "/t/<tag>/mcp" in http
+    assert "secret" not in http
