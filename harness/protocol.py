@@ -23,10 +23,12 @@ CONDITIONS: tuple[Condition, ...] = ("C0", "Cm")
 NONE_VALUE = "NONE"
 
 _RESPONSE_FORMAT = (
-    "Reply with exactly these three lines and nothing else:\n"
-    "ANSWERABLE=YES or NO (can the question be answered from evidence shared earlier?)\n"
-    "SOURCE=<artifact_id of the evidence you used, or NONE>\n"
-    "ANSWER=<short value, or NONE>"
+    "Answer in exactly three lines, filling in each field:\n"
+    "ANSWERABLE=YES|NO (can the question be answered from evidence shared earlier?)\n"
+    "SOURCE=artifact_id|NONE (the artifact the answer comes from)\n"
+    "ANSWER=value|NONE (a short value)\n\n"
+    "Example of the format only (not the answer):\n"
+    "ANSWERABLE=YES\nSOURCE=example_00000000\nANSWER=12.5"
 )
 _CM_INSTRUCTION = (
     "Before answering you MUST call the artifact_recall tool to retrieve the evidence, "

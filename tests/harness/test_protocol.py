@@ -89,11 +89,13 @@ def test_prompt_reply_round_trip() -> None:
     """The format the prompt asks for is exactly what the parser accepts."""
     prompt = probe_prompt("Q?", "C0")
     lines = [line for line in prompt.splitlines() if "=" in line]
+    fields, example = lines[:3], lines[3:]
     filled = "\n".join(
         line.split("=")[0] + "=" + value
-        for line, value in zip(lines, ["NO", "NONE", "NONE"], strict=True)
+        for line, value in zip(fields, ["NO", "NONE", "NONE"], strict=True)
     )
     assert not parse_response(filled).pf
+    assert not parse_response("\n".join(example)).pf  # the format example is itself valid
 
 
 _FIELD_WORD = re.compile(r"answer|source|think|```|~~~", re.IGNORECASE)
