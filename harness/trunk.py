@@ -60,6 +60,11 @@ class ReplayBackbone:
             return await self.inner.complete(messages, tools)
         text = text if text is not None else SCRIPTED_ACKNOWLEDGEMENT
         usage = estimate_usage(messages, tools, text)
+        counter = getattr(self.inner, "count_prompt_tokens", None)
+        if counter is not None:  # the model's own tokenizer, so EIT is on one scale
+            usage = usage.model_copy(
+                update={"input_tokens": counter(messages, tools), "source": "provider"}
+            )
         return Completion(text=text, usage=usage, model=self.model, finish_reason="stop")
 
 

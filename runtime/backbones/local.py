@@ -167,6 +167,13 @@ class EmbeddedBackbone:
         converted = to_openai_messages(messages, tools, self.profile, "text")
         return render_chatml(converted, default_system=self.default_system)
 
+    def count_prompt_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+        """Input tokens a call would have, by this model's own tokenizer (no generation)."""
+        prompt = self.render_prompt(messages, tools).encode("utf-8")
+        loaded = self._loaded()
+        with loaded.lock:
+            return len(loaded.llama.tokenize(prompt, add_bos=True, special=True))
+
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         prompt = self.render_prompt(messages, tools)
         return await asyncio.to_thread(self._complete_blocking, prompt)

@@ -136,3 +136,9 @@ def test_thread_count_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MIRAGE_LLAMA_THREADS", "many")
     with pytest.raises(ValueError, match="MIRAGE_LLAMA_THREADS must be a positive integer"):
         EmbeddedBackbone()
+
+
+async def test_prompt_token_count_matches_a_real_call(backbone: EmbeddedBackbone) -> None:
+    messages = [UserMessage.text("Count these tokens, please.")]
+    completion = await backbone.complete(messages, [])
+    assert backbone.count_prompt_tokens(messages, []) == completion.usage.input_tokens
