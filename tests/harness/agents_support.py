@@ -144,6 +144,7 @@ class ToolUsingAgent:
 
     rendezvous: int = 1
     misreport: Callable[[str], bool] = lambda tag: False
+    fixed_url: str | None = None  # set: ignore the per-probe URL, like a once-configured client
     called: dict[str, int] = field(default_factory=dict)
     answered: set[str] = field(default_factory=set)
     max_in_flight: int = 0
@@ -154,7 +155,7 @@ class ToolUsingAgent:
     async def handle(self, request: Request) -> Response:
         body = await request.json()
         tag = request.headers["x-mirage-tag"]
-        url = request.headers.get("x-mirage-memory-url")
+        url = self.fixed_url or request.headers.get("x-mirage-memory-url")
         self.requests.append({"body": body, "tag": tag, "url": url})
         await self._meet()
         try:

@@ -4,6 +4,7 @@ that calls the memory server over MCP for some probes, failing agents, and a com
 
 from __future__ import annotations
 
+import socket
 import sys
 import zlib
 from collections import Counter
@@ -15,7 +16,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
-from harness.attribution import ATTRIBUTION_FILE, AttributionSummary
+from harness.attribution import ATTRIBUTION_FILE, AttributionError, AttributionSummary
 from harness.records import read_records
 from harness.run import MirageRun, RunConfig
 from memory_server.calllog import read_calls
@@ -141,3 +142,40 @@ async def test_command_agent_run(run_dir: Path, tmp_path: Path) -> None:
     }
     assert all("exit status 7" in (r.provider_error or "exit status 7") for r in records)
     assert {r.path for r in records} == {"R_context"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_fixed_url_agents_are_attributed_by_window_only_one_probe_at_a_time(
+    run_dir: Path,
+) -> None:
+    memory_url = f"http://127.0.0.1:{free_port()}/mcp"
+    agent = ToolUsingAgent(fixed_url=memory_url)
+    with AgentServer(chat_app(agent.handle)) as server:
+        folder = await _run(
+            run_dir, f"openai:{server.base_url}", agent_model="fixed", memory_url=memory_url
+        )
+    records = read_records(folder)
+    assert len(records) == PROBES and {r.path for r in records} == {"R_tool", "R_context"}
+    for record in records:
+        tag = record.tag  # type: ignore[attr-defined]
+        assert record.path == ("R_tool" if tag in agent.called else "R_context"), tag
+        assert record.trace["attribution"]["window_calls"] == agent.called.get(tag, 0)  # type: ignore[attr-defined]
+    assert {c.tag for c in read_calls(folder / "calls.jsonl")} == {None}
+
+    overlapping = ToolUsingAgent(fixed_url=memory_url, rendezvous=4)
+    with AgentServer(chat_app(overlapping.handle)) as server, pytest.raises(AttributionError):
+        await _run(
+            run_dir,
+            f"openai:{server.base_url}",
+            agent_model="fixed-concurrent",
+            memory_url=memory_url,
+            concurrency=4,
+        )
+    written = read_records(run_dir / "fixed-concurrent" / "results.jsonl")
+    assert all(r.path == "R_context" for r in written)  # nothing with a guessed R_tool label
+    assert not any(wants_recall(r.tag) for r in written)  # type: ignore[attr-defined]
