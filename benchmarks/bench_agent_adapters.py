@@ -92,7 +92,7 @@ async def main() -> None:
     results: dict[str, Any] = {"load_average_before": os.getloadavg()}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        AgentServer(chat_app(lambda request: _instant(request))) as server,
+        AgentServer(chat_app(_instant)) as server,
     ):
         shell = Path(tmp) / "agent.sh"
         shell.write_text(SHELL_AGENT)
