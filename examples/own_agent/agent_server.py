@@ -105,7 +105,7 @@ class EmbeddedSmolLM(litellm.CustomLLM):
 
     def completion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
         tokens = self.chatml(kwargs["messages"])
-        out = self.llm.create_completion(
+        out: Any = self.llm.create_completion(
             tokens, max_tokens=MAX_TOKENS, temperature=0.0, stop=["<|im_end|>"]
         )
         usage = out["usage"]

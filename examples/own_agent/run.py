@@ -104,10 +104,10 @@ def compare(results: Path, log: Path) -> str:
         "| State | Cond. | n | R_tool % (server log) | R_tool % (agent log) | mismatches |",
         "|---|---|---|---|---|---|",
     ]
-    for (state, condition), (n, server, agent, bad) in cells.items():
+    for (state, condition), (n, by_server, by_agent, bad) in cells.items():
         rows.append(
-            f"| {state} | {condition} | {n} | {100 * server / n:.1f} | {100 * agent / n:.1f} "
-            f"| {bad} |"
+            f"| {state} | {condition} | {n} | {100 * by_server / n:.1f} "
+            f"| {100 * by_agent / n:.1f} | {bad} |"
         )
     total = sum(c[0] for c in cells.values())
     verdict = f"{total - len(mismatched)}/{total} probes: MIRAGE's path label matches the agent"

@@ -41,10 +41,13 @@ RETRY_STATUS = frozenset({408, 409, 429})
 class AgentCallError(Exception):
     """The agent endpoint failed in a way recorded as the probe's error."""
 
-    def __init__(self, kind: str, detail: str, retryable: bool = False) -> None:
+    def __init__(
+        self, kind: str, detail: str, retryable: bool = False, status: int | None = None
+    ) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.retryable = retryable
+        self.status = status
 
 
 def chat_url(base_url: str) -> str:
@@ -76,6 +79,7 @@ class OpenAIEndpointAgent:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_output_tokens = max_output_tokens
+        self.send_metadata = True
         self._transcripts = TranscriptSource()
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -91,7 +95,8 @@ class OpenAIEndpointAgent:
         metadata = {"mirage_tag": tag}
         if self.memory_url is not None:
             headers[MEMORY_URL_HEADER] = metadata["mirage_memory_url"] = self.memory_url(tag)
-        body["metadata"] = metadata
+        if self.send_metadata:
+            body["metadata"] = metadata
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return body, headers
@@ -120,10 +125,22 @@ class OpenAIEndpointAgent:
             try:
                 return await self._post_once(body, headers)
             except AgentCallError as error:
+                if self._refuses_metadata(error, body):
+                    body = {k: v for k, v in body.items() if k != "metadata"}
+                    continue
                 if not error.retryable or attempt >= self.max_retries:
                     raise
             await asyncio.sleep(self.backoff_s * 2**attempt)
             attempt += 1
+
+    def _refuses_metadata(self, error: AgentCallError, body: dict[str, Any]) -> bool:
+        """Strict servers reject the ``metadata`` field with HTTP 400; stop sending it (the
+        per-probe URL still travels in the headers)."""
+        refused = error.status == 400 and "metadata" in str(error) and "metadata" in body
+        if refused and self.send_metadata:
+            log.warning("agent.metadata_refused", url=self.url)
+            self.send_metadata = False
+        return refused
 
     async def _post_once(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:
@@ -138,7 +155,7 @@ class OpenAIEndpointAgent:
         if response.status_code != 200:
             retry = response.status_code in RETRY_STATUS or response.status_code >= 500
             detail = f"HTTP {response.status_code}: {response.text[:200]!r}"
-            raise AgentCallError("http", detail, retry)
+            raise AgentCallError("http", detail, retry, status=response.status_code)
         try:
             return response.json()
         except ValueError as exc:

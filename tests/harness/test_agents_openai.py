@@ -142,3 +142,24 @@ def test_reply_parsing_edge_cases() -> None:
 def test_bad_endpoint_is_refused() -> None:
     with pytest.raises(ValueError, match="http"):
         OpenAIEndpointAgent("localhost:8000/v1")
+
+
+async def test_a_server_refusing_metadata_still_gets_the_probe_url(checkpoint: Checkpoint) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def handle(request: Request) -> Response:
+        body = await request.json()
+        seen.append({"body": body, "url": request.headers.get("x-mirage-memory-url")})
+        if "metadata" in body:
+            message = "The 'metadata' parameter is only allowed when 'store' is enabled."
+            return PlainTextResponse(message, status_code=400)
+        return completion(PROTOCOL_REPLY)
+
+    with AgentServer(chat_app(handle)) as server:
+        agent = OpenAIEndpointAgent(server.base_url, memory_url=lambda tag: f"http://m/t/{tag}/mcp")
+        first = await agent.probe(checkpoint, "Q", tag="t1")
+        second = await agent.probe(checkpoint, "Q", tag="t2")
+        await agent.aclose()
+    assert first.error is None and second.error is None
+    assert ["metadata" in s["body"] for s in seen] == [True, False, False]
+    assert seen[-1]["url"] == "http://m/t/t2/mcp"
