@@ -86,7 +86,10 @@ CREATE INDEX IF NOT EXISTS chunks_by_unit ON chunks(unit_key);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     header, text, content='chunks', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
+_COMMON_SHARE = 0.05
+_COMMON_FLOOR = 500
 
 
 class StoredChunk(BaseModel):
@@ -182,7 +185,7 @@ class KeywordStore:
 
     def search(self, query: str, limit: int, unit_keys: Sequence[str] | None) -> list[str]:
         """Chunk ids ranked by BM25 (headers weigh half as much as text)."""
-        terms = keyword_terms(query)
+        terms = self._selective(keyword_terms(query))
         if not terms:
             return []
         match = " OR ".join(f'"{term}"' for term in terms)
@@ -200,6 +203,23 @@ class KeywordStore:
         params.append(limit)
         with self._lock:
             return [row[0] for row in self._db.execute(sql, params)]
+
+    def _selective(self, terms: list[str]) -> list[str]:
+        """Drop terms found in more than 5% of chunks (at least 500): they barely move BM25
+        but make FTS5 score every row that contains them. The rarest terms always stay."""
+        if len(terms) <= 1:
+            return terms
+        with self._lock:
+            total = int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+            limit = max(_COMMON_FLOOR, int(total * _COMMON_SHARE))
+            marks = ",".join("?" * len(terms))
+            counts = dict(
+                self._db.execute(
+                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", terms
+                ).fetchall()
+            )
+        rare = [term for term in terms if counts.get(term, 0) <= limit]
+        return rare or sorted(terms, key=lambda term: counts.get(term, 0))[:2]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         if not chunk_ids:
