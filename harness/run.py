@@ -451,11 +451,11 @@ class MirageRun:
                 for model in self.config.models:
                     folders.append(await self.probe_model(model, checkpoints, index))
             for folder in folders:
-                write_report(folder)
                 if self.config.agent is not None:
                     from harness.attribution import write_attribution_summary
 
-                    write_attribution_summary(folder)
+                    write_attribution_summary(folder)  # before the report, which may cite it
+                write_report(folder)
             return folders
         finally:
             index.close()

@@ -143,9 +143,10 @@ def run(
         typer.echo(f"\n## {folder.name}\n")
         typer.echo(table1(files.aggregate))
         if agent is not None:
-            from harness.attribution import summary_text, write_attribution_summary
+            from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
 
-            typer.echo("\n" + summary_text(write_attribution_summary(folder)))
+            attribution = (folder / ATTRIBUTION_FILE).read_text()
+            typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
         typer.echo(f"\nreport: {files.report}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
 
