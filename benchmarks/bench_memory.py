@@ -373,8 +373,12 @@ def quality_workspace(root: Path) -> Path:
 def _workspace_texts(workspace: Workspace) -> list[tuple[str, str]]:
     texts = []
     for entry in workspace.manifest.files.values():
-        if entry.kind not in ("image", "binary"):
+        if entry.kind in ("image", "binary"):
+            continue
+        try:  # the substring baseline reads text files only (PDF originals have derived text)
             texts.append((entry.artifact_id, workspace.read_bytes(entry.path).decode().lower()))
+        except UnicodeDecodeError:
+            continue
     return texts
 
 
@@ -397,23 +401,27 @@ def recall_at(ranked: list[list[str]], gold: list[str], k: int) -> float:
     return round(sum(g in r[:k] for r, g in zip(ranked, gold, strict=True)) / len(gold), 3)
 
 
-def quality(cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
-    root = quality_workspace(Path(tempfile.mkdtemp(prefix="mirage-quality-")) / "ws")
+def quality_on(
+    root: Path, questions: list[tuple[str, str]], cache_dir: Path, embedder: Embedder
+) -> dict[str, Any]:
+    """recall@1/@5 of the hybrid index against two substring baselines for (question, gold
+    artifact id) pairs over the workspace at ``root``."""
     workspace = Workspace.open(root)
     config = IndexConfig(embedding_cache=cache_dir / "embeddings.sqlite")
     index = HybridIndex(workspace, config, embedder=embedder)
     texts = _workspace_texts(workspace)
-    gold = [artifact for _, artifact in QUESTIONS]
+    gold = [artifact for _, artifact in questions]
     ours = []
-    for question, _ in QUESTIONS:
+    for question, _ in questions:
         hits = index.search(question, 20)
         ours.append(list(dict.fromkeys(hit.artifact_id for hit in hits)))
-    whole = [substring_whole(texts, q) for q, _ in QUESTIONS]
-    terms = [substring_terms(texts, q) for q, _ in QUESTIONS]
-    misses = [q for (q, g), r in zip(QUESTIONS, ours, strict=True) if r[:1] != [g]]
+    index.close()
+    whole = [substring_whole(texts, q) for q, _ in questions]
+    terms = [substring_terms(texts, q) for q, _ in questions]
+    misses = [q for (q, g), r in zip(questions, ours, strict=True) if r[:1] != [g]]
     return {
-        "questions": len(QUESTIONS),
-        "artifacts": len({g for g in gold}),
+        "questions": len(questions),
+        "artifacts": len(set(gold)),
         "hybrid": {"recall@1": recall_at(ours, gold, 1), "recall@5": recall_at(ours, gold, 5)},
         "substring_whole_query": {
             "recall@1": recall_at(whole, gold, 1),
@@ -423,8 +431,26 @@ def quality(cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
             "recall@1": recall_at(terms, gold, 1),
             "recall@5": recall_at(terms, gold, 5),
         },
-        "hybrid_top1_misses": misses,
+        "hybrid_top1_misses": misses[:10],
     }
+
+
+def quality(cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
+    root = quality_workspace(Path(tempfile.mkdtemp(prefix="mirage-quality-")) / "ws")
+    return quality_on(root, QUESTIONS, cache_dir, embedder)
+
+
+def pack_quality(name: str, cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
+    """The same comparison on a bundled evidence pack's answerable questions."""
+    from harness.packs import load_pack
+
+    pack = load_pack(name)
+    root = Path(tempfile.mkdtemp(prefix=f"mirage-{name}-")) / "ws"
+    pack.materialize_workspace(root)
+    questions = [
+        (q.question, q.gold_source) for q in pack.questions if str(q.gold_answerable) == "YES"
+    ]
+    return quality_on(root, questions, cache_dir, embedder)
 
 
 # -- main ------------------------------------------------------------------------------------
@@ -441,6 +467,7 @@ def main() -> None:
     parser.add_argument(
         "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "mirage-bench-memory"
     )
+    parser.add_argument("--quality-only", action="store_true", help="skip latency and HTTP")
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     set_torch_threads(args.threads)
@@ -455,6 +482,12 @@ def main() -> None:
 
     results["quality"] = quality(args.cache_dir, embedder)
     print("quality", results["quality"], flush=True)
+    for pack in ("mirage-core", "mirage-ext"):
+        results[f"quality_{pack}"] = pack_quality(pack, args.cache_dir, embedder)
+        print(f"quality {pack}", results[f"quality_{pack}"], flush=True)
+    if args.quality_only:
+        print("wrote", write_results("memory_quality", results))
+        return
 
     results["latency"] = {}
     for size in (int(s) for s in args.sizes.split(",")):
