@@ -29,19 +29,13 @@ from harness.scoring import Gold, SourceResolver
 log = structlog.get_logger(__name__)
 
 
-class QuestionLike:
-    """What the runner needs of a pack question (``harness.packs.Question`` fits)."""
-
-    id: str
-    question: str
-
-
 @dataclass(frozen=True)
 class ProbeTask:
     key: RecordKey
     checkpoint: Checkpoint
     question: str
     gold: Gold
+    condition: Condition
 
     @property
     def tag(self) -> str:
@@ -61,7 +55,7 @@ def plan_probes(
             for question_id, text, gold in questions:
                 for repeat in range(repeats):
                     key = RecordKey(state, condition, question_id, repeat)
-                    yield ProbeTask(key, checkpoint, text, gold)
+                    yield ProbeTask(key, checkpoint, text, gold, condition)
 
 
 def record_for(
@@ -101,7 +95,7 @@ async def run_probes(
     async def worker() -> None:
         while not queue.empty():
             task = queue.get_nowait()
-            message = probe_prompt(task.question, task.key.condition)  # type: ignore[arg-type]
+            message = probe_prompt(task.question, task.condition)
             reply = await agent.probe(task.checkpoint, message, tag=task.tag)
             record = record_for(task, reply, resolver, agent.name)
             results.append(record)
