@@ -81,6 +81,17 @@ def render_markdown(agg: Aggregate, figures: Iterable[Path], title: str = "MIRAG
     return "\n\n".join(sections) + "\n"
 
 
+def _attribution_section(directory: Path) -> str:
+    """The memory-server attribution of an agent under test, when the run wrote one."""
+    path = directory / "attribution.json"
+    if not path.exists():
+        return ""
+    from harness.attribution import AttributionSummary, summary_text
+
+    summary = AttributionSummary.model_validate_json(path.read_text(encoding="utf-8"))
+    return "\n## Memory-server attribution (agent under test)\n\n" + summary_text(summary) + "\n"
+
+
 def write_report(
     directory: str | os.PathLike[str],
     records: Iterable[ProbeRecord] | None = None,
@@ -106,5 +117,7 @@ def write_report(
     )
     _write_json(files.summary, agg.summary())
     _write_json(files.details, details(agg))
-    files.report.write_text(render_markdown(agg, figures), encoding="utf-8")
+    files.report.write_text(
+        render_markdown(agg, figures) + _attribution_section(out), encoding="utf-8"
+    )
     return files
