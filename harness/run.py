@@ -49,8 +49,15 @@ class RunConfig(BaseModel):
     seed: int = 0
     out: Path = Path("mirage-runs/default")
     concurrency: int = Field(default=1, ge=1)
-    trunk_max_output_tokens: int = Field(default=96, ge=8)
-    probe_max_output_tokens: int = Field(default=64, ge=8)
+    trunk_max_output_tokens: int | None = Field(
+        default=None, ge=8, description="Trunk reply budget; default 96 local, 512 otherwise."
+    )
+    probe_max_output_tokens: int | None = Field(
+        default=None,
+        ge=8,
+        description="Probe reply budget; default 64 for local models, 2048 otherwise (room for "
+        "reasoning models).",
+    )
     adapters: bool = False
     api_base: str | None = None
     window: int | None = Field(
@@ -81,6 +88,14 @@ class RunConfig(BaseModel):
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
         return self
+
+    @property
+    def trunk_output_tokens(self) -> int:
+        local = self.trunk_model.startswith("local/") or self.trunk_model == "scripted"
+        return self.trunk_max_output_tokens or (96 if local else 512)
+
+    def probe_output_tokens(self, model: str) -> int:
+        return self.probe_max_output_tokens or (64 if model.startswith("local/") else 2048)
 
     @property
     def summarizer(self) -> str:
@@ -235,7 +250,7 @@ class MirageRun:
             return self.config.window
         if self.config.trunk_model == "scripted":
             return SCRIPTED_TRUNK_WINDOW
-        backbone = self._backbone(self.config.trunk_model, self.config.trunk_max_output_tokens)
+        backbone = self._backbone(self.config.trunk_model, self.config.trunk_output_tokens)
         return int(backbone.context_window)
 
     def _backbone(self, model: str, max_output_tokens: int) -> Any:
@@ -261,7 +276,7 @@ class MirageRun:
             summary_format=self.config.summary_format,
             summarizer_model=self.config.summarizer,
             memory_flush=self.config.memory_flush,
-            max_output_tokens=self.config.trunk_max_output_tokens,
+            max_output_tokens=self.config.trunk_output_tokens,
         )
 
     def prepare_workspace(self) -> Any:
@@ -349,11 +364,11 @@ class MirageRun:
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
 
-        backbone = self._backbone(model, self.config.probe_max_output_tokens)
+        backbone = self._backbone(model, self.config.probe_output_tokens(model))
         agent = BuiltinAgent(
             backbone,
             memory_url=None,
-            max_output_tokens=self.config.probe_max_output_tokens,
+            max_output_tokens=self.config.probe_output_tokens(model),
             adapters=self.config.adapters,
         )
         return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
