@@ -127,8 +127,13 @@ def _draw_lines(axes: Any, data: dict[str, Any]) -> None:
         for x_position, x, y in zip(x_positions, data["x"], ys, strict=True):
             lowest = len(series) > 1 and y == min(v[x] for v in series.values())
             axes.annotate(
-                _label(y), (x_position, y), textcoords="offset points",
-                xytext=(0, -14 if lowest else 7), ha="center", fontsize=8, color=colour,
+                _label(y),
+                (x_position, y),
+                textcoords="offset points",
+                xytext=(0, -14 if lowest else 7),
+                ha="center",
+                fontsize=8,
+                color=colour,
                 fontweight="bold",
                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
             )
@@ -170,8 +175,13 @@ def _decorate(figure: Any, axes: Any, source: ChartSource, data: dict[str, Any])
     else:
         axes.set_xlabel(data["x_label"])
         axes.set_ylabel(data["y_label"])
-    axes.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8.5, frameon=False,
-                ncol=len(data["series"]))
+    axes.legend(
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8.5,
+        frameon=False,
+        ncol=len(data["series"]),
+    )
     axes.grid(axis="x" if source.kind == "hbar" else "y", color="#dddddd", linewidth=0.6)
     axes.set_axisbelow(True)
     for side in ("top", "right"):
@@ -187,26 +197,50 @@ def chart_derivation(kind: str, args: dict[str, Any], data: dict[str, Any]) -> d
     if kind == "value":
         return {"op": "get", "path": _point(args["series"], args["x"])}
     if kind == "diff_x":
-        return {"op": "diff", "a": _point(args["series"], args["x2"]),
-                "b": _point(args["series"], args["x1"])}
+        return {
+            "op": "diff",
+            "a": _point(args["series"], args["x2"]),
+            "b": _point(args["series"], args["x1"]),
+        }
     if kind == "diff_series":
-        return {"op": "diff", "a": _point(args["s1"], args["x"]), "b": _point(args["s2"], args["x"])}
+        return {
+            "op": "diff",
+            "a": _point(args["s1"], args["x"]),
+            "b": _point(args["s2"], args["x"]),
+        }
     if kind == "larger" and "x2" in args:
-        return {"op": "larger", "a": _point(args["s1"], args["x"]),
-                "b": _point(args["s1"], args["x2"]), "labels": [args["x"], args["x2"]]}
+        return {
+            "op": "larger",
+            "a": _point(args["s1"], args["x"]),
+            "b": _point(args["s1"], args["x2"]),
+            "labels": [args["x"], args["x2"]],
+        }
     if kind == "larger":
-        return {"op": "larger", "a": _point(args["s1"], args["x"]),
-                "b": _point(args["s2"], args["x"]), "labels": [args["s1"], args["s2"]]}
+        return {
+            "op": "larger",
+            "a": _point(args["s1"], args["x"]),
+            "b": _point(args["s2"], args["x"]),
+            "labels": [args["s1"], args["s2"]],
+        }
     if kind in ("argmax", "argmin"):
         return {"op": kind, "path": ["series", args["series"]]}
     if kind == "sum_x":
-        return {"op": "sum", "paths": [_point(args["s1"], args["x"]), _point(args["s2"], args["x"])]}
+        return {
+            "op": "sum",
+            "paths": [_point(args["s1"], args["x"]), _point(args["s2"], args["x"])],
+        }
     if kind == "pct_change":
-        return {"op": "pct_change", "from": _point(args["series"], args["x1"]),
-                "to": _point(args["series"], args["x2"])}
+        return {
+            "op": "pct_change",
+            "from": _point(args["series"], args["x1"]),
+            "to": _point(args["series"], args["x2"]),
+        }
     if kind == "pct_change_series":
-        return {"op": "pct_change", "from": _point(args["s1"], args["x"]),
-                "to": _point(args["s2"], args["x"])}
+        return {
+            "op": "pct_change",
+            "from": _point(args["s1"], args["x"]),
+            "to": _point(args["s2"], args["x"]),
+        }
     if kind == "count_above":
         return {"op": "count", "path": ["series", args["series"]], "above": args["threshold"]}
     if kind == "meta":
@@ -230,8 +264,15 @@ _KIND_DEFAULTS: dict[str, tuple[Difficulty, str]] = {
 
 
 def _answer_type(kind: str, args: dict[str, Any], data: dict[str, Any]) -> AnswerType:
-    if kind in ("value", "diff_x", "diff_series", "sum_x", "pct_change", "pct_change_series",
-                "count_above"):
+    if kind in (
+        "value",
+        "diff_x",
+        "diff_series",
+        "sum_x",
+        "pct_change",
+        "pct_change_series",
+        "count_above",
+    ):
         return AnswerType.numeric
     if kind == "larger":
         return AnswerType.enum
@@ -251,20 +292,25 @@ def chart_question_specs(source: ChartSource, data: dict[str, Any]) -> list[Ques
         twin_args = {**args, **missing}
         difficulty, query_type = _KIND_DEFAULTS[kind]
         answer_type = _answer_type(kind, args, data)
-        specs.append(QuestionSpec(
-            question=template.format(**args),
-            derivation=chart_derivation(kind, args, data),
-            twin_question=twin_template.format(**twin_args),
-            twin_derivation=chart_derivation(kind, twin_args, data),
-            answer_type=answer_type,
-            unit=data["unit"] if answer_type is AnswerType.numeric and kind != "count_above"
-            and not kind.startswith("pct") else None,
-            choices=_choices(kind, args),
-            twin_choices=_choices(kind, twin_args),
-            difficulty=Difficulty(raw.get("difficulty", difficulty)),
-            query_type=query_type,
-            shortcut_risk=raw.get("risk", []),
-        ))
+        specs.append(
+            QuestionSpec(
+                question=template.format(**args),
+                derivation=chart_derivation(kind, args, data),
+                twin_question=twin_template.format(**twin_args),
+                twin_derivation=chart_derivation(kind, twin_args, data),
+                answer_type=answer_type,
+                unit=data["unit"]
+                if answer_type is AnswerType.numeric
+                and kind != "count_above"
+                and not kind.startswith("pct")
+                else None,
+                choices=_choices(kind, args),
+                twin_choices=_choices(kind, twin_args),
+                difficulty=Difficulty(raw.get("difficulty", difficulty)),
+                query_type=query_type,
+                shortcut_risk=raw.get("risk", []),
+            )
+        )
     return specs
 
 

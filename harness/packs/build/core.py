@@ -56,9 +56,13 @@ def build_chart(key: str, out_dir: Path) -> BuiltArtifact:
     write_text(out_dir / summary, summary_markdown(chart_id, data, source.kind))
     data_file = write_data(out_dir, chart_id, data)
     artifact = make_artifact(
-        chart_id, Modality.chart, source.title, original,
+        chart_id,
+        Modality.chart,
+        source.title,
+        original,
         {table: DerivedKind.table_csv, summary: DerivedKind.summary, data_file: DerivedKind.json},
-        source.aliases, summary,
+        source.aliases,
+        summary,
     )
     questions = build_questions(key, chart_id, data, chart_question_specs(source, data))
     return BuiltArtifact(artifact, source.planting, questions)
@@ -79,9 +83,13 @@ def build_ui_view(key: str, out_dir: Path) -> BuiltArtifact:
     write_text(out_dir / summary, summary_text)
     data_file = write_data(out_dir, view_id, data)
     artifact = make_artifact(
-        view_id, Modality.screenshot, title, original,
+        view_id,
+        Modality.screenshot,
+        title,
+        original,
         {summary: DerivedKind.summary, data_file: DerivedKind.json},
-        source["aliases"], summary,
+        source["aliases"],
+        summary,
     )
     specs = [pair_spec_from_yaml(raw) for raw in source["questions"]]
     return BuiltArtifact(artifact, source["planting"], build_questions(key, view_id, data, specs))

@@ -30,25 +30,48 @@ def render_bakery_photo(data: dict[str, Any], path: Path) -> None:
         draw.line((x + 55, 70, x + 55, 160), fill=(90, 70, 50), width=3)
     for stripe in range(12):
         colour = (200, 40, 40) if stripe % 2 == 0 else (245, 245, 240)
-        draw.polygon([(90 + stripe * 45, 200), (135 + stripe * 45, 200),
-                      (140 + stripe * 45, 240), (95 + stripe * 45, 240)], fill=colour)
+        draw.polygon(
+            [
+                (90 + stripe * 45, 200),
+                (135 + stripe * 45, 200),
+                (140 + stripe * 45, 240),
+                (95 + stripe * 45, 240),
+            ],
+            fill=colour,
+        )
     draw.rectangle((150, 170, 570, 200), fill=(40, 40, 44))
-    draw.text((360, 185), data["shop_name"], font=pil_font(22, bold=True), fill=(250, 215, 90),
-              anchor="mm")
+    draw.text(
+        (360, 185),
+        data["shop_name"],
+        font=pil_font(22, bold=True),
+        fill=(250, 215, 90),
+        anchor="mm",
+    )
     draw.rectangle((120, 260, 330, 400), fill=(200, 225, 235), outline=(60, 50, 40), width=4)
     draw.rectangle((400, 250, 480, 410), fill=(40, 120, 60), outline=(30, 40, 30), width=3)
     draw.ellipse((465, 330, 473, 338), fill=(220, 190, 80))
-    draw.text((440, 235), str(data["street_number"]), font=pil_font(18, bold=True),
-              fill=(30, 30, 30), anchor="mm")
+    draw.text(
+        (440, 235),
+        str(data["street_number"]),
+        font=pil_font(18, bold=True),
+        fill=(30, 30, 30),
+        anchor="mm",
+    )
     hours = data["opening_hours"]
     draw.rectangle((410, 268, 470, 300), fill=(250, 250, 245))
     draw.text((440, 277), "OPEN", font=pil_font(9, bold=True), fill=(30, 30, 30), anchor="mm")
-    draw.text((440, 291), f"{hours['open']}–{hours['close']}", font=pil_font(9),
-              fill=(30, 30, 30), anchor="mm")
+    draw.text(
+        (440, 291),
+        f"{hours['open']}–{hours['close']}",
+        font=pil_font(9),
+        fill=(30, 30, 30),
+        anchor="mm",
+    )
     _chalkboard(draw, data["chalkboard"])
     draw.rectangle((640, 300, 706, 328), fill=(30, 90, 60))
-    draw.text((673, 314), data["street_name"], font=pil_font(10, bold=True), fill="white",
-              anchor="mm")
+    draw.text(
+        (673, 314), data["street_name"], font=pil_font(10, bold=True), fill="white", anchor="mm"
+    )
     draw.line((673, 328, 673, 430), fill=(60, 60, 60), width=4)
     _bicycle(draw, (0, 70, 200))
     image = image.filter(ImageFilter.GaussianBlur(0.6))
@@ -61,8 +84,13 @@ def _chalkboard(draw: Any, items: list[dict[str, Any]]) -> None:
     for index, entry in enumerate(items):
         y = 334 + index * 28
         draw.text((527, y), entry["item"], font=pil_font(9), fill="white")
-        draw.text((619, y + 12), f"£{entry['price_gbp']:.2f}", font=pil_font(10, bold=True),
-                  fill=(250, 230, 120), anchor="ra")
+        draw.text(
+            (619, y + 12),
+            f"£{entry['price_gbp']:.2f}",
+            font=pil_font(10, bold=True),
+            fill=(250, 230, 120),
+            anchor="ra",
+        )
 
 
 def _bicycle(draw: Any, colour: tuple[int, int, int]) -> None:
@@ -79,12 +107,12 @@ def bakery_description(artifact_id: str, title: str, data: dict[str, Any]) -> st
     return (
         f"# {title}\n\n- Artifact: {artifact_id}\n"
         f"- Daytime street photo of a brick shopfront. The black sign reads "
-        f"\"{data['shop_name']}\" under a {data['awning']} awning.\n"
+        f'"{data["shop_name"]}" under a {data["awning"]} awning.\n'
         f"- The {data['door_colour']} front door shows the number {data['street_number']} above "
-        f"it and an \"OPEN {hours['open']}–{hours['close']}\" card.\n"
+        f'it and an "OPEN {hours["open"]}–{hours["close"]}" card.\n'
         f"- The upper floor has {data['upstairs_windows']} windows.\n"
         f"- A chalkboard headed TODAY lists: {board}.\n"
-        f"- A green street sign on a post reads \"{data['street_name']}\".\n"
+        f'- A green street sign on a post reads "{data["street_name"]}".\n'
         f"- A {data['bicycle_colour']} bicycle stands in front of the shop window.\n"
     )
 
@@ -98,8 +126,9 @@ def render_sleep_infographic(data: dict[str, Any], path: Path) -> None:
     image = Image.new("RGB", (640, 900), (22, 34, 64))
     draw = ImageDraw.Draw(image)
     survey, head = data["survey"], data["headline"]
-    draw.text((320, 50), "HOW LAKESHORE SLEEPS", font=pil_font(34, bold=True), fill="white",
-              anchor="mm")
+    draw.text(
+        (320, 50), "HOW LAKESHORE SLEEPS", font=pil_font(34, bold=True), fill="white", anchor="mm"
+    )
     draw.text((320, 92), survey["name"], font=pil_font(15), fill=(180, 200, 240), anchor="mm")
     tiles = [
         (f"{head['weeknight_sleep_h']} h", "average weeknight sleep"),
@@ -110,8 +139,9 @@ def render_sleep_infographic(data: dict[str, Any], path: Path) -> None:
     for index, (value, label) in enumerate(tiles):
         x, y = 40 + (index % 2) * 290, 130 + (index // 2) * 160
         draw.rounded_rectangle((x, y, x + 270, y + 140), radius=18, fill=(45, 70, 120))
-        draw.text((x + 135, y + 58), value, font=pil_font(44, bold=True), fill=(255, 200, 90),
-                  anchor="mm")
+        draw.text(
+            (x + 135, y + 58), value, font=pil_font(44, bold=True), fill=(255, 200, 90), anchor="mm"
+        )
         draw.text((x + 135, y + 112), label, font=pil_font(16), fill="white", anchor="mm")
     draw.text((40, 470), "What keeps students awake", font=pil_font(22, bold=True), fill="white")
     for index, entry in enumerate(data["disruptors"]):
@@ -119,10 +149,16 @@ def render_sleep_infographic(data: dict[str, Any], path: Path) -> None:
         draw.text((40, y), entry["cause"], font=pil_font(16), fill="white")
         width = int(4.6 * entry["pct"])
         draw.rounded_rectangle((40, y + 24, 40 + width, y + 48), radius=8, fill=(255, 140, 90))
-        draw.text((50 + width, y + 36), f"{entry['pct']}%", font=pil_font(16, bold=True),
-                  fill="white", anchor="lm")
-    draw.text((320, 790), f"Tip: {data['tip']}", font=pil_font(14), fill=(200, 220, 255),
-              anchor="mm")
+        draw.text(
+            (50 + width, y + 36),
+            f"{entry['pct']}%",
+            font=pil_font(16, bold=True),
+            fill="white",
+            anchor="lm",
+        )
+    draw.text(
+        (320, 790), f"Tip: {data['tip']}", font=pil_font(14), fill=(200, 220, 255), anchor="mm"
+    )
     footer = f"Fieldwork {survey['fieldwork']} · {survey['respondents']:,} respondents"
     draw.text((320, 860), footer, font=pil_font(14), fill=(150, 170, 210), anchor="mm")
     save_pil_png(image, path)
@@ -130,15 +166,16 @@ def render_sleep_infographic(data: dict[str, Any], path: Path) -> None:
 
 def infographic_description(artifact_id: str, title: str, data: dict[str, Any]) -> str:
     survey, head = data["survey"], data["headline"]
-    causes = "\n".join(f"  {i}. {e['cause']}: {e['pct']}%"
-                       for i, e in enumerate(data["disruptors"], start=1))
+    causes = "\n".join(
+        f"  {i}. {e['cause']}: {e['pct']}%" for i, e in enumerate(data["disruptors"], start=1)
+    )
     return (
         f"# {title}\n\n- Artifact: {artifact_id}\n"
-        f"- Poster headed \"HOW LAKESHORE SLEEPS\", from the {survey['name']}.\n"
+        f'- Poster headed "HOW LAKESHORE SLEEPS", from the {survey["name"]}.\n'
         f"- Tiles: average weeknight sleep {head['weeknight_sleep_h']} h; average weekend sleep "
         f"{head['weekend_sleep_h']} h; {head['under_six_hours_pct']}% sleep under six hours; "
         f"{head['caffeine_after_six_pct']}% have caffeine after 6 pm.\n"
-        f"- Bar list \"What keeps students awake\" (top to bottom):\n{causes}\n"
+        f'- Bar list "What keeps students awake" (top to bottom):\n{causes}\n'
         f"- Tip: {data['tip']}\n"
         f"- Footer: fieldwork {survey['fieldwork']}, {survey['respondents']} respondents.\n"
     )
@@ -161,8 +198,14 @@ def code_facts(source: str, filename: str) -> dict[str, Any]:
             elif name == "CONSTITUENTS":
                 for key, value in ast.literal_eval(node.value).items():
                     amplitude, period, phase = value
-                    constituents.append({"name": key, "amplitude_m": amplitude,
-                                         "period_h": period, "phase_deg": phase})
+                    constituents.append(
+                        {
+                            "name": key,
+                            "amplitude_m": amplitude,
+                            "period_h": period,
+                            "phase_deg": phase,
+                        }
+                    )
     return {
         "file": filename,
         "docstring": (ast.get_docstring(tree) or "").splitlines()[0],
@@ -186,7 +229,7 @@ def _function_defaults(tree: ast.Module) -> dict[str, dict[str, Any]]:
 
 
 def _defaults_of(function: ast.FunctionDef) -> dict[str, Any]:
-    args = function.args.args[len(function.args.args) - len(function.args.defaults):]
+    args = function.args.args[len(function.args.args) - len(function.args.defaults) :]
     return {
         arg.arg: default.value if isinstance(default, ast.Constant) else ast.unparse(default)
         for arg, default in zip(args, function.args.defaults, strict=True)
@@ -194,15 +237,25 @@ def _defaults_of(function: ast.FunctionDef) -> dict[str, Any]:
 
 
 def code_outline(artifact_id: str, title: str, facts: dict[str, Any]) -> str:
-    lines = [f"# {title}", "", f"- Artifact: {artifact_id}", f"- File: {facts['file']}",
-             f"- Docstring: {facts['docstring']}", "- Constants:"]
+    lines = [
+        f"# {title}",
+        "",
+        f"- Artifact: {artifact_id}",
+        f"- File: {facts['file']}",
+        f"- Docstring: {facts['docstring']}",
+        "- Constants:",
+    ]
     lines += [f"  - {name} = {value!r}" for name, value in facts["constants"].items()]
     lines.append("- CONSTITUENTS (amplitude m, period h, phase deg):")
-    lines += [f"  - {c['name']}: {c['amplitude_m']}, {c['period_h']}, {c['phase_deg']}"
-              for c in facts["constituents"]]
+    lines += [
+        f"  - {c['name']}: {c['amplitude_m']}, {c['period_h']}, {c['phase_deg']}"
+        for c in facts["constituents"]
+    ]
     lines.append("- Functions and default arguments:")
-    lines += [f"  - {name}({', '.join(f'{k}={v!r}' for k, v in defaults.items())})"
-              for name, defaults in facts["defaults"].items()]
+    lines += [
+        f"  - {name}({', '.join(f'{k}={v!r}' for k, v in defaults.items())})"
+        for name, defaults in facts["defaults"].items()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -258,17 +311,25 @@ def _page() -> Any:
 
 def invoice_lines(data: dict[str, Any]) -> list[str]:
     lines = [
-        data["vendor"], data["vendor_address"], "",
+        data["vendor"],
+        data["vendor_address"],
+        "",
         f"INVOICE {data['invoice_number']}",
         f"Issue date: {data['issued']}    Due date: {data['due']}",
-        f"Bill to: {data['bill_to']}", "",
+        f"Bill to: {data['bill_to']}",
+        "",
         "Item | Qty | Unit price (GBP) | Line total (GBP)",
     ]
-    lines += [f"{line['item']} | {line['qty']} | {line['unit_gbp']:.2f} | {line['total_gbp']:.2f}"
-              for line in data["lines"]]
-    lines += ["", f"Subtotal: £{data['subtotal_gbp']:.2f}",
-              f"VAT ({data['vat_rate_pct']}%): £{data['vat_gbp']:.2f}",
-              f"Total due: £{data['total_gbp']:.2f}"]
+    lines += [
+        f"{line['item']} | {line['qty']} | {line['unit_gbp']:.2f} | {line['total_gbp']:.2f}"
+        for line in data["lines"]
+    ]
+    lines += [
+        "",
+        f"Subtotal: £{data['subtotal_gbp']:.2f}",
+        f"VAT ({data['vat_rate_pct']}%): £{data['vat_gbp']:.2f}",
+        f"Total due: £{data['total_gbp']:.2f}",
+    ]
     return lines
 
 
@@ -278,28 +339,43 @@ def render_invoice_pdf(data: dict[str, Any], path: Path) -> None:
         figure.text(0.08, 0.94, data["vendor"], fontsize=18, fontweight="bold")
         figure.text(0.08, 0.915, data["vendor_address"], fontsize=10, color="#555555")
         figure.text(0.92, 0.94, "INVOICE", fontsize=22, fontweight="bold", ha="right")
-        meta = [f"Invoice no: {data['invoice_number']}", f"Issue date: {data['issued']}",
-                f"Due date: {data['due']}"]
+        meta = [
+            f"Invoice no: {data['invoice_number']}",
+            f"Issue date: {data['issued']}",
+            f"Due date: {data['due']}",
+        ]
         for index, text in enumerate(meta):
             figure.text(0.92, 0.9 - index * 0.02, text, fontsize=10, ha="right")
         figure.text(0.08, 0.84, f"Bill to: {data['bill_to']}", fontsize=11)
         axes = figure.add_axes((0.08, 0.55, 0.84, 0.25))
         axes.axis("off")
-        rows = [[line["item"], str(line["qty"]), f"{line['unit_gbp']:.2f}",
-                 f"{line['total_gbp']:.2f}"]
-                for line in data["lines"]]
-        table = axes.table(cellText=rows, colLabels=["Item", "Qty", "Unit price (GBP)",
-                                                     "Line total (GBP)"],
-                           colWidths=[0.52, 0.1, 0.19, 0.19], loc="upper center")
+        rows = [
+            [line["item"], str(line["qty"]), f"{line['unit_gbp']:.2f}", f"{line['total_gbp']:.2f}"]
+            for line in data["lines"]
+        ]
+        table = axes.table(
+            cellText=rows,
+            colLabels=["Item", "Qty", "Unit price (GBP)", "Line total (GBP)"],
+            colWidths=[0.52, 0.1, 0.19, 0.19],
+            loc="upper center",
+        )
         table.auto_set_font_size(False)
         table.set_fontsize(10)
         table.scale(1, 1.6)
-        totals = [f"Subtotal: £{data['subtotal_gbp']:.2f}",
-                  f"VAT ({data['vat_rate_pct']}%): £{data['vat_gbp']:.2f}",
-                  f"Total due: £{data['total_gbp']:.2f}"]
+        totals = [
+            f"Subtotal: £{data['subtotal_gbp']:.2f}",
+            f"VAT ({data['vat_rate_pct']}%): £{data['vat_gbp']:.2f}",
+            f"Total due: £{data['total_gbp']:.2f}",
+        ]
         for index, text in enumerate(totals):
-            figure.text(0.92, 0.5 - index * 0.025, text, fontsize=11, ha="right",
-                        fontweight="bold" if index == 2 else "normal")
+            figure.text(
+                0.92,
+                0.5 - index * 0.025,
+                text,
+                fontsize=11,
+                ha="right",
+                fontweight="bold" if index == 2 else "normal",
+            )
         save_pdf([figure], path)
 
 
@@ -309,13 +385,21 @@ def report_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
     meeting = date.fromisoformat(data["next_meeting"])
     return [
         ("1", f"{data['organisation']}: quarterly report, {data['period']}"),
-        ("1", f"Prepared by {data['author']}, published {published.day} "
-              f"{published.strftime('%B %Y')}."),
-        ("1", "A warm, dry late summer gave a good flow from the lime trees and clover. The "
-              "table below gives hives, honey taken and colonies lost at each apiary."),
+        (
+            "1",
+            f"Prepared by {data['author']}, published {published.day} "
+            f"{published.strftime('%B %Y')}.",
+        ),
+        (
+            "1",
+            "A warm, dry late summer gave a good flow from the lime trees and clover. The "
+            "table below gives hives, honey taken and colonies lost at each apiary.",
+        ),
         ("1", "Apiary | Hives | Honey (kg) | Colonies lost"),
-        *(("1", f"{a['apiary']} | {a['hives']} | {a['honey_kg']} | {a['colonies_lost']}")
-          for a in data["apiaries"]),
+        *(
+            ("1", f"{a['apiary']} | {a['hives']} | {a['honey_kg']} | {a['colonies_lost']}")
+            for a in data["apiaries"]
+        ),
         ("2", f"Honey is on sale to members at £{data['jar_price_gbp']:.2f} per jar."),
         ("2", f"Next members' meeting: {meeting.day} {meeting.strftime('%B %Y')}, village hall."),
     ]
@@ -330,11 +414,16 @@ def render_report_pdf(data: dict[str, Any], path: Path) -> None:
         first.text(0.08, 0.86, lines[2][1], fontsize=10.5, wrap=True)
         axes = first.add_axes((0.08, 0.5, 0.84, 0.3))
         axes.axis("off")
-        rows = [[a["apiary"], str(a["hives"]), str(a["honey_kg"]), str(a["colonies_lost"])]
-                for a in data["apiaries"]]
-        table = axes.table(cellText=rows, colLabels=["Apiary", "Hives", "Honey (kg)",
-                                                     "Colonies lost"],
-                           colWidths=[0.34, 0.2, 0.23, 0.23], loc="upper center")
+        rows = [
+            [a["apiary"], str(a["hives"]), str(a["honey_kg"]), str(a["colonies_lost"])]
+            for a in data["apiaries"]
+        ]
+        table = axes.table(
+            cellText=rows,
+            colLabels=["Apiary", "Hives", "Honey (kg)", "Colonies lost"],
+            colWidths=[0.34, 0.2, 0.23, 0.23],
+            loc="upper center",
+        )
         table.auto_set_font_size(False)
         table.set_fontsize(10.5)
         table.scale(1, 1.7)

@@ -31,8 +31,10 @@ INTRO = (
 )
 
 
-def _image(render: Callable[[dict[str, Any], Path], None],
-           describe: Callable[[str, str, dict[str, Any]], str]) -> Callable[..., Any]:
+def _image(
+    render: Callable[[dict[str, Any], Path], None],
+    describe: Callable[[str, str, dict[str, Any]], str],
+) -> Callable[..., Any]:
     def build(key: str, source: dict[str, Any], data: Any, item_id: str, out: Path) -> Any:
         original = f"artifacts/{item_id}.png"
         render(data, out / original)
@@ -60,8 +62,9 @@ def _email(key: str, source: dict[str, Any], data: Any, item_id: str, out: Path)
     return original, {text: DerivedKind.text}, text
 
 
-def _pdf(render: Callable[[dict[str, Any], Path], None],
-         lines: Callable[[dict[str, Any]], list[str]]) -> Callable[..., Any]:
+def _pdf(
+    render: Callable[[dict[str, Any], Path], None], lines: Callable[[dict[str, Any]], list[str]]
+) -> Callable[..., Any]:
     def build(key: str, source: dict[str, Any], data: Any, item_id: str, out: Path) -> Any:
         original = f"artifacts/{item_id}.pdf"
         render(data, out / original)
@@ -73,17 +76,28 @@ def _pdf(render: Callable[[dict[str, Any], Path], None],
 
 
 OBJECTS: dict[str, tuple[str, Modality, Callable[..., Any]]] = {
-    "bakery_photo": ("photo", Modality.photo,
-                     _image(docs.render_bakery_photo, docs.bakery_description)),
-    "sleep_infographic": ("infographic", Modality.infographic,
-                          _image(docs.render_sleep_infographic, docs.infographic_description)),
+    "bakery_photo": (
+        "photo",
+        Modality.photo,
+        _image(docs.render_bakery_photo, docs.bakery_description),
+    ),
+    "sleep_infographic": (
+        "infographic",
+        Modality.infographic,
+        _image(docs.render_sleep_infographic, docs.infographic_description),
+    ),
     "tide_code": ("code", Modality.code, _code),
     "choir_email": ("email", Modality.email, _email),
-    "stationery_invoice": ("invoice", Modality.document,
-                           _pdf(docs.render_invoice_pdf, docs.invoice_lines)),
-    "beekeepers_report": ("report", Modality.document,
-                          _pdf(docs.render_report_pdf,
-                               lambda data: [text for _, text in docs.report_lines(data)])),
+    "stationery_invoice": (
+        "invoice",
+        Modality.document,
+        _pdf(docs.render_invoice_pdf, docs.invoice_lines),
+    ),
+    "beekeepers_report": (
+        "report",
+        Modality.document,
+        _pdf(docs.render_report_pdf, lambda data: [text for _, text in docs.report_lines(data)]),
+    ),
 }
 
 
@@ -101,9 +115,15 @@ def build_object(key: str, out_dir: Path) -> BuiltArtifact:
     item_id = artifact_id(prefix, data)
     original, derived, text_repr = build(key, source, data, item_id, out_dir)
     data_file = write_data(out_dir, item_id, data)
-    artifact = make_artifact(item_id, modality, source["title"], original,
-                             {**derived, data_file: DerivedKind.json}, source["aliases"],
-                             text_repr)
+    artifact = make_artifact(
+        item_id,
+        modality,
+        source["title"],
+        original,
+        {**derived, data_file: DerivedKind.json},
+        source["aliases"],
+        text_repr,
+    )
     specs = [pair_spec_from_yaml(raw) for raw in source["questions"]]
     return BuiltArtifact(artifact, source["planting"], build_questions(key, item_id, data, specs))
 

@@ -38,8 +38,19 @@ def pair_spec_from_yaml(raw: dict[str, Any]) -> QuestionSpec:
     """A hand-written pair: ``q``/``d`` (answerable text and derivation), ``u``/``ud`` (twin),
     ``type``, ``difficulty``, ``query_type``, optional ``risk``, ``unit``, ``choices``,
     ``decimals``."""
-    unknown = set(raw) - {"q", "d", "u", "ud", "type", "difficulty", "query_type", "risk", "unit",
-                          "choices", "decimals"}
+    unknown = set(raw) - {
+        "q",
+        "d",
+        "u",
+        "ud",
+        "type",
+        "difficulty",
+        "query_type",
+        "risk",
+        "unit",
+        "choices",
+        "decimals",
+    }
     if unknown:
         raise SpecError(f"question spec {raw.get('q')!r} has unknown keys {sorted(unknown)}")
     return QuestionSpec(
@@ -66,7 +77,9 @@ def _tolerance(spec: QuestionSpec, gold: str) -> float | None:
     return 0.5 * 10**-places
 
 
-def build_questions(key: str, artifact_id: str, data: Any, specs: list[QuestionSpec]) -> list[Question]:
+def build_questions(
+    key: str, artifact_id: str, data: Any, specs: list[QuestionSpec]
+) -> list[Question]:
     """Answerable question ``{key}-NN-a`` and its twin ``{key}-NN-u`` for each spec."""
     questions: list[Question] = []
     for number, spec in enumerate(specs, start=1):
@@ -78,24 +91,41 @@ def build_questions(key: str, artifact_id: str, data: Any, specs: list[QuestionS
         gold = format_answer(result, spec.answer_type, spec.decimals)
         risks = [ShortcutRisk(risk) for risk in spec.shortcut_risk]
         common: dict[str, Any] = {
-            "artifact": artifact_id, "answer_type": spec.answer_type, "unit": spec.unit,
-            "choices": spec.choices, "difficulty": spec.difficulty, "query_type": spec.query_type,
-            "shortcut_risk": risks, "pair_id": pair_id,
+            "artifact": artifact_id,
+            "answer_type": spec.answer_type,
+            "unit": spec.unit,
+            "choices": spec.choices,
+            "difficulty": spec.difficulty,
+            "query_type": spec.query_type,
+            "shortcut_risk": risks,
+            "pair_id": pair_id,
         }
-        questions.append(Question(
-            id=f"{key}-{number:02d}-a", question=spec.question, gold_answerable=Answerability.YES,
-            gold_source=artifact_id, gold_answer=gold, tolerance=_tolerance(spec, gold),
-            derivation=spec.derivation, **common,
-        ))
+        questions.append(
+            Question(
+                id=f"{key}-{number:02d}-a",
+                question=spec.question,
+                gold_answerable=Answerability.YES,
+                gold_source=artifact_id,
+                gold_answer=gold,
+                tolerance=_tolerance(spec, gold),
+                derivation=spec.derivation,
+                **common,
+            )
+        )
         if spec.twin_question is None or spec.twin_derivation is None:
             continue
         _require_no_support(key, number, data, spec)
-        questions.append(Question(
-            id=f"{key}-{number:02d}-u", question=spec.twin_question,
-            gold_answerable=Answerability.NO, gold_source=NONE, gold_answer=NONE,
-            derivation=spec.twin_derivation,
-            **{**common, "choices": spec.twin_choices or spec.choices},
-        ))
+        questions.append(
+            Question(
+                id=f"{key}-{number:02d}-u",
+                question=spec.twin_question,
+                gold_answerable=Answerability.NO,
+                gold_source=NONE,
+                gold_answer=NONE,
+                derivation=spec.twin_derivation,
+                **{**common, "choices": spec.twin_choices or spec.choices},
+            )
+        )
     return questions
 
 

@@ -54,7 +54,9 @@ def render_fitness_profile(data: dict[str, Any], path: Path) -> None:
     draw.text((144, 92), profile["display_name"], font=pil_font(26, bold=True), fill=INK)
     draw.text((144, 128), profile["username"], font=pil_font(18), fill=MUTED)
     since = _pretty_date(profile["member_since"])
-    draw.text((144, 154), f"{profile['home']} · Member since {since}", font=pil_font(15), fill=MUTED)
+    draw.text(
+        (144, 154), f"{profile['home']} · Member since {since}", font=pil_font(15), fill=MUTED
+    )
     draw.rounded_rectangle((144, 180, 280, 206), radius=12, fill=(255, 215, 80))
     draw.text((212, 193), profile["level"], font=pil_font(14, bold=True), fill=INK, anchor="mm")
     _stat_grid(draw, stats, top=226)
@@ -107,8 +109,10 @@ def _recent(draw: Any, activities: list[dict[str, Any]], top: int) -> None:
         draw.text((24, y + 10), activity["type"], font=pil_font(18, bold=True), fill=INK)
         when = _pretty_date(activity["date"], weekday=True)
         draw.text((516, y + 12), when, font=pil_font(14), fill=MUTED, anchor="ra")
-        details = (f"{activity['distance_km']} km · {activity['duration']} · "
-                   f"↑ {activity['elevation_m']} m elevation")
+        details = (
+            f"{activity['distance_km']} km · {activity['duration']} · "
+            f"↑ {activity['elevation_m']} m elevation"
+        )
         draw.text((24, y + 40), details, font=pil_font(16), fill=INK)
 
 
@@ -119,8 +123,9 @@ def render_notifications(data: dict[str, Any], path: Path) -> None:
     draw = ImageDraw.Draw(image)
     screen = data["lock_screen"]
     draw.text((WIDTH // 2, 60), screen["date"], font=pil_font(20), fill="white", anchor="mm")
-    draw.text((WIDTH // 2, 118), screen["clock"], font=pil_font(72, bold=True), fill="white",
-              anchor="mm")
+    draw.text(
+        (WIDTH // 2, 118), screen["clock"], font=pil_font(72, bold=True), fill="white", anchor="mm"
+    )
     y = 190
     for item in data["notifications"]:
         y = _notification_card(draw, item, y) + 10
@@ -154,7 +159,8 @@ def fitness_summary(artifact_id: str, title: str, data: dict[str, Any]) -> str:
         f"- Followers {stats['followers']}; following {stats['following']}; current streak "
         f"{stats['streak_days']} days",
         f"- This week: {goal['done']} of {goal['target']} workouts",
-        "- Personal bests: " + "; ".join(f"{b['event']} {b['time']}" for b in data["personal_bests"]),
+        "- Personal bests: "
+        + "; ".join(f"{b['event']} {b['time']}" for b in data["personal_bests"]),
         "- Recent activities (top to bottom):",
     ]
     for activity in data["recent"]:
