@@ -165,22 +165,6 @@ def pack_digest(pack_root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-@contextmanager
-def memory_http(
-    workspace: Path, index: Any, version: str | None, call_log: Path
-) -> Iterator[Callable[[str], str]]:
-    """The memory server over HTTP on loopback, pinned to ``version``; yields tag → URL."""
-    from memory_server.http import HttpServerThread
-    from memory_server.server import build_server
-    from memory_server.service import MemoryService
-    from memory_server.workspace import Workspace
-
-    service = MemoryService(Workspace.open(workspace), index, call_log=call_log, version=version)
-    server = build_server(workspace, service=service, transport="streamable-http")
-    with HttpServerThread(server) as http:
-        yield http.tagged_url
-
-
 class MemoryEndpoint:
     """The memory server for one answerer's probes: one listener for every state, re-pinned to
     each checkpoint's workspace version between states (so an agent holding a session on a fixed
@@ -314,10 +298,10 @@ class MirageRun:
             if self.config.summarizer == self.config.trunk_model
             else self._backbone(self.config.summarizer, 512)
         )
-        with memory_http(self.workspace, index, None, self.out / "trunk-calls.jsonl") as url:
+        with memory_endpoint(self.workspace, index, self.out / "trunk-calls.jsonl") as memory:
             async with AsyncExitStack() as stack:
                 tools = await stack.enter_async_context(
-                    MCPToolset([MCPServerConfig(name="memory", url=url("trunk"))])
+                    MCPToolset([MCPServerConfig(name="memory", url=memory.tagged_url("trunk"))])
                 )
                 agent = build_trunk_agent(
                     trunk, self.profile, trunk_backbone, summarizer, tools, self.workspace
