@@ -24,6 +24,7 @@ from runtime.backbones.base import Backbone, Completion
 from runtime.backbones.scripted import estimate_usage
 from runtime.factory import new_session
 from runtime.messages import Message, ToolSpec, UserMessage
+from runtime.profiles import resolve_profile
 from runtime.session import AgentConfig
 from runtime.toolset import Toolset
 
@@ -49,8 +50,6 @@ class ReplayBackbone:
         self.model = inner.model if inner is not None else SCRIPTED_TRUNK_MODEL
         self.context_window = inner.context_window if inner is not None else context_window
         self.tool_mode = inner.tool_mode if inner is not None else "text"
-        from runtime.profiles import resolve_profile
-
         self.profile = inner.profile if inner is not None else resolve_profile(self.model)
         self.queued: str | None = None
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from runtime.session import AgentConfig
 
 DEFAULT_WORKSPACE = Path.home() / ".mirage" / "workspace"
 
@@ -41,7 +44,7 @@ def chat(
     asyncio.run(_chat(config, None if no_tools else workspace, api_base))
 
 
-async def _chat(config: object, workspace: Path | None, api_base: str | None) -> None:
+async def _chat(config: AgentConfig, workspace: Path | None, api_base: str | None) -> None:
     from contextlib import AsyncExitStack
 
     from runtime.agent import Agent
@@ -49,9 +52,7 @@ async def _chat(config: object, workspace: Path | None, api_base: str | None) ->
     from runtime.backbones.base import ProviderError
     from runtime.factory import memory_server_stdio, new_session
     from runtime.mcp_client import MCPToolset
-    from runtime.session import AgentConfig
 
-    assert isinstance(config, AgentConfig)
     options = {"api_base": api_base} if api_base else {}
     backbone = make_backbone(config.model, max_output_tokens=config.max_output_tokens, **options)
     session = new_session(config, backbone.context_window, workspace)
