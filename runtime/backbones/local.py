@@ -15,6 +15,7 @@ process, and an ``asyncio.Lock`` is bound to a single loop.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -92,6 +93,8 @@ def _load_model(path: Path, n_ctx: int, n_threads: int) -> _LoadedModel:
                 verbose=False,
             )
             _MODELS[key] = _LoadedModel(llama=llama, lock=threading.Lock())
+            # Free the model before interpreter teardown; llama-cpp's __del__ at exit fails noisily.
+            atexit.register(llama.close)
             log.info(
                 "embedded_model_loaded",
                 path=str(path),
