@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, overload
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -167,41 +167,57 @@ class ResultsLogError(RuntimeError):
     """The results file is corrupt (not merely torn at the end) or already in use."""
 
 
-def _parse_line(line: bytes, number: int, path: Path) -> ProbeRecord:
+class KeyedRecord(Protocol):
+    """A results-file record: pydantic, keyed (``ProbeRecord``; CUE's ``CueRecord``)."""
+
+    @property
+    def key(self) -> tuple[Any, ...]: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+RecordT = TypeVar("RecordT", bound=KeyedRecord)
+
+
+def _parse_line(line: bytes, number: int, path: Path, record_type: type[RecordT]) -> RecordT:
     try:
-        return ProbeRecord.model_validate_json(line)
+        return record_type.model_validate_json(line)  # type: ignore[attr-defined]
     except ValidationError as exc:
         raise ResultsLogError(f"{path}:{number}: invalid probe record: {exc}") from exc
 
 
-def _scan(path: Path) -> tuple[list[ProbeRecord], int]:
+def _scan(path: Path, record_type: type[RecordT]) -> tuple[list[RecordT], int]:
     """Records of every complete line and the byte length of that complete prefix."""
     data = path.read_bytes() if path.exists() else b""
-    records: list[ProbeRecord] = []
+    records: list[RecordT] = []
     offset = 0
     lines = data.split(b"\n")
     for number, line in enumerate(lines[:-1], start=1):
         if line.strip():
-            records.append(_parse_line(line, number, path))
+            records.append(_parse_line(line, number, path, record_type))
         offset += len(line) + 1
     return records, offset
 
 
-def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]:
+@overload
+def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]: ...
+@overload
+def read_records(path: str | os.PathLike[str], record_type: type[RecordT]) -> list[RecordT]: ...
+def read_records(path: str | os.PathLike[str], record_type: Any = ProbeRecord) -> list[Any]:
     """All records of a results file (a torn last line is ignored; duplicates keep the first)."""
     file = Path(path)
     if file.is_dir():
         file = file / RESULTS_FILE
     if not file.exists():
         raise FileNotFoundError(f"no results file at {file}")
-    records, complete = _scan(file)
+    records, complete = _scan(file, record_type)
     if complete < file.stat().st_size:
         log.warning("results.torn_last_line_ignored", path=str(file))
     return list(_unique(records, file))
 
 
-def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]:
-    seen: set[RecordKey] = set()
+def _unique(records: Iterable[RecordT], path: Path) -> Iterator[RecordT]:
+    seen: set[tuple[Any, ...]] = set()
     for record in records:
         if record.key in seen:
             log.warning("results.duplicate_key_ignored", path=str(path), key=tuple(record.key))
@@ -210,14 +226,20 @@ def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]
         yield record
 
 
-class ResultsLog:
+class ResultsLog(Generic[RecordT]):
     """Append-only writer of ``results.jsonl`` that resumes where a previous run stopped.
 
-    Holds an exclusive lock on the file while open, so two runs cannot interleave.
+    Holds an exclusive lock on the file while open, so two runs cannot interleave. Records are
+    ``ProbeRecord`` unless another keyed ``record_type`` is given.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    @overload
+    def __init__(self: ResultsLog[ProbeRecord], path: str | os.PathLike[str]) -> None: ...
+    @overload
+    def __init__(self, path: str | os.PathLike[str], record_type: type[RecordT]) -> None: ...
+    def __init__(self, path: str | os.PathLike[str], record_type: Any = ProbeRecord) -> None:
         self.path = Path(path)
+        self.record_type = record_type
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -229,8 +251,8 @@ class ResultsLog:
         self._records = self._load_and_repair()
         self._keys = {r.key for r in self._records}
 
-    def _load_and_repair(self) -> list[ProbeRecord]:
-        records, complete = _scan(self.path)
+    def _load_and_repair(self) -> list[RecordT]:
+        records, complete = _scan(self.path, self.record_type)
         size = os.fstat(self._fd).st_size
         if complete < size:
             log.warning("results.torn_line_repaired", path=str(self.path), dropped=size - complete)
@@ -238,7 +260,7 @@ class ResultsLog:
             os.fsync(self._fd)
         return list(_unique(records, self.path))
 
-    def __enter__(self) -> ResultsLog:
+    def __enter__(self) -> ResultsLog[RecordT]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -253,14 +275,14 @@ class ResultsLog:
         return key in self._keys
 
     @property
-    def keys(self) -> frozenset[RecordKey]:
+    def keys(self) -> frozenset[Any]:
         return frozenset(self._keys)
 
     @property
-    def records(self) -> list[ProbeRecord]:
+    def records(self) -> list[RecordT]:
         return list(self._records)
 
-    def append(self, record: ProbeRecord) -> bool:
+    def append(self, record: RecordT) -> bool:
         """Write ``record`` durably; ``False`` (nothing written) when its key is already there."""
         line = (record.model_dump_json() + "\n").encode()
         with self._lock:
