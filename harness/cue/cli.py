@@ -108,7 +108,7 @@ def run_command(
 
 
 def _make_run(config_path: Path | None, **options: Any) -> Any:
-    from harness.cue.config import load_run_config
+    from harness.cue.config import RunConfigError, load_run_config
     from harness.cue.run import CueRun
     from harness.packs.schema import PackFormatError
 
@@ -116,7 +116,7 @@ def _make_run(config_path: Path | None, **options: Any) -> Any:
     try:
         config = load_run_config(config_path, **overrides)
         return CueRun(config)
-    except PackFormatError as exc:
+    except (RunConfigError, PackFormatError) as exc:
         raise _fail(str(exc)) from exc
 
 

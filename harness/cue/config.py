@@ -24,7 +24,7 @@ from harness.cue.metrics import MetricName
 from harness.cue.pack import DEFAULT_PACK
 from harness.cue.schema import AUDIO_LEVELS, IMAGE_LEVELS, AudioLevel, ImageLevel, Setting, Task
 from harness.cue.stats import Difference
-from harness.packs.schema import PackFormatError, format_validation_error
+from harness.packs.schema import format_validation_error
 
 DEFAULT_MODEL = "local/smollm2-135m"
 DEFAULT_RUN_CONFIG = Path(__file__).resolve().parent / "data" / "default-run.yaml"
@@ -236,18 +236,20 @@ class CueRunConfig(_Strict):
 
 
 def default_contrasts(conditions: list[Condition]) -> list[Contrast]:
-    """One explicit-vs-implicit contrast per condition, and one system contrast per pair of
-    neighbouring conditions that differ only in the system (implicit Memory Avg)."""
+    """One explicit-vs-implicit contrast per condition, and, for each pair of neighbouring
+    conditions that differ in exactly one factor (system, image level or audio level), the
+    contrast of their implicit Memory Avg (later minus earlier)."""
     contrasts = [
         Contrast(name=f"EI {c.label}", kind="explicit_vs_implicit", condition=c.label)
         for c in conditions
     ]
     for first, second in itertools.pairwise(conditions):
-        if (first.image_level, first.audio_level) == (second.image_level, second.audio_level):
+        differing = [f for f in _FACTOR.values() if getattr(first, f) != getattr(second, f)]
+        if len(differing) == 1:
             contrasts.append(
                 Contrast(
-                    name=f"{second.system} vs {first.system} (implicit)",
-                    kind="system",
+                    name=f"{second.label} vs {first.label} (implicit)",
+                    kind=differing[0],  # type: ignore[arg-type]
                     a=second.label,
                     b=first.label,
                     setting=Setting.implicit,
@@ -256,25 +258,35 @@ def default_contrasts(conditions: list[Condition]) -> list[Contrast]:
     return contrasts
 
 
+class RunConfigError(ValueError):
+    """A run configuration (file plus command-line options) that cannot be used."""
+
+    def __init__(self, source: Path, problems: list[str], overridden: bool) -> None:
+        where = f"{source} with the command-line options" if overridden else str(source)
+        listed = "\n".join(f"  - {problem}" for problem in problems)
+        super().__init__(f"{where}: invalid run config\n{listed}")
+
+
 def load_run_config(path: Path | None, **overrides: object) -> CueRunConfig:
     """The config file (default: the bundled default run) with CLI overrides applied; a problem
-    raises ``PackFormatError`` naming the file and the field."""
+    raises ``RunConfigError`` naming the file and the field."""
     source = path or DEFAULT_RUN_CONFIG
     try:
         raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise PackFormatError(source, [f"cannot read the run config: {exc}"]) from exc
+        raise RunConfigError(source, [f"cannot read it: {exc}"], False) from exc
     if not isinstance(raw, dict):
-        raise PackFormatError(source, ["expected a mapping at the top level"])
-    raw.update({key: value for key, value in overrides.items() if value is not None})
-    if (
-        "conditions" in overrides
-        and overrides["conditions"] is not None
-        and "contrasts" not in overrides
-    ):
-        conditions = [Condition.parse(str(c)) for c in raw["conditions"]]
-        raw["contrasts"] = [c.model_dump(exclude_none=True) for c in default_contrasts(conditions)]
+        raise RunConfigError(source, ["expected a mapping at the top level"], False)
+    given = {key: value for key, value in overrides.items() if value is not None}
+    raw.update(given)
     try:
+        if "conditions" in given and "contrasts" not in given:
+            conditions = [Condition.parse(str(c)) for c in raw["conditions"]]
+            raw["contrasts"] = [
+                c.model_dump(exclude_none=True) for c in default_contrasts(conditions)
+            ]
         return CueRunConfig.model_validate(raw)
     except ValidationError as exc:
-        raise PackFormatError(source, format_validation_error(exc, raw)) from exc
+        raise RunConfigError(source, format_validation_error(exc, raw), bool(given)) from exc
+    except ValueError as exc:
+        raise RunConfigError(source, [f"conditions: {exc}"], bool(given)) from exc

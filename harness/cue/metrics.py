@@ -14,7 +14,8 @@ Definitions (percent; docs/cue.md):
 - a record whose call failed (``error``) is not scored; an unparsed reply is scored wrong;
 - Recall@k = |top-k retrieved rounds ∩ clue rounds| / |clue rounds|, Precision@k = the same
   intersection / k, averaged over non-refusal questions (refusal clues point at context, not at
-  support); a clue id names a round, an image or a voice message, and counts as its round.
+  support) whose system ranked at least k rounds (a top-5 system has no Recall@10); a clue id
+  names a round, an image or a voice message, and counts as its round.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def _cell(
 def retrieval_at(records: Iterable[CueRecord], k: int) -> RetrievalAt:
     recalls, precisions = [], []
     for record in records:
-        if record.task == Task.refusal or not record.retrieved or not record.clue_rounds:
+        if record.task == Task.refusal or len(record.retrieved) < k or not record.clue_rounds:
             continue
         gold = set(record.clue_rounds)
         hits = len(gold & set(record.retrieved[:k]))

@@ -92,7 +92,9 @@ STOPWORDS = frozenset(
     ]
 )
 _REFUSAL = re.compile(
-    r"\b(not (stated|mentioned|said|known)|no information|cannot be determined)\b", re.I
+    r"\b(not (stated|mentioned|said|known)|no information|cannot be determined)\b"
+    r"|没有(说明|提到|提及)|未(提及|说明)|无法确定",
+    re.IGNORECASE,
 )
 
 
