@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from harness.cue.answer import parse_choice
-from harness.cue.config import Condition, CueRunConfig
+from harness.cue.config import AgentSpec, Condition, CueRunConfig
 from harness.cue.pack import CuePack, load_cue_pack
 from harness.cue.records import RESULTS_FILE, CueKey, CueRecord
 from harness.cue.schema import Question
@@ -94,6 +94,11 @@ class CueRun:
 
     @property
     def answerer_name(self) -> str:
+        """The model, or the agent when every condition runs one (names the result folder)."""
+        specs = [self.config.system(c.system) for c in self.config.parsed_conditions]
+        agents = [s for s in specs if isinstance(s, AgentSpec)]
+        if agents and len(agents) == len(specs):
+            return agents[0].agent_model or agents[0].agent
         return self.config.model
 
     @property
@@ -130,7 +135,7 @@ class CueRun:
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
     def _profile_run(
-        self, condition: Condition, profile_id: str, pending: list[Question]
+        self, condition: Condition, profile_id: str, questions: list[Question]
     ) -> ProfileRun:
         history = self.pack.histories[profile_id]
         units = textualize(history, condition.image_level, condition.audio_level)
@@ -142,29 +147,27 @@ class CueRun:
             name=history.name,
             label=label,
             units=tuple(units),
-            questions=tuple(pending),
+            questions=tuple(questions),
         )
 
     async def run_condition(self, condition: Condition, results: ResultsLog[CueRecord]) -> None:
         spec = self.config.system(condition.system)
-        needs_model = spec.kind != "agent"
+        is_agent = isinstance(spec, AgentSpec)
         context = SystemContext(
             work_dir=self.config.out,
-            backbone=self.backbone() if needs_model else None,
+            backbone=None if is_agent else self.backbone(),
             output_tokens=self.config.output_tokens,
         )
         system = CueSystem(condition.system, spec, context)
-        model = self.answerer_name if needs_model else f"agent:{spec.agent}"  # type: ignore[union-attr]
+        model = spec.agent if isinstance(spec, AgentSpec) else self.config.model
         advance = self._progress(condition.label, results)
         for profile_id in self.pack.spec.profiles:
-            pending = [
-                q
-                for q in self.pack.questions
-                if q.profile == profile_id and CueKey(condition.label, q.id, 0) not in results
-            ]
+            questions = [q for q in self.pack.questions if q.profile == profile_id]
+            pending = [q for q in questions if CueKey(condition.label, q.id, 0) not in results]
             if not pending:
                 continue
-            profile = self._profile_run(condition, profile_id, pending)
+            # every question of the profile, so a resumed run cuts full context the same way
+            profile = self._profile_run(condition, profile_id, questions)
             async with system.profile(profile) as responder:
                 await self._answer_all(responder, condition.label, pending, results, model, advance)
 

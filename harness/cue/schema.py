@@ -19,7 +19,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FORMAT = "cue-pack/1"
 Letter = Literal["A", "B", "C", "D"]
 LETTERS: tuple[Letter, ...] = ("A", "B", "C", "D")
 REFUSAL_OPTION = "Not stated in the conversation history"

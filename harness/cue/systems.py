@@ -348,10 +348,13 @@ class MirageMemory:
         from runtime.mcp_client import MCPServerConfig, MCPToolset
 
         server = MCPServerConfig(name="memory", url=self.endpoint.tagged_url(tag))
-        async with MCPToolset([server]) as tools:
-            outcome = await tools.call(
-                "artifact_recall", {"query": query_text(question), "k": self.k}
-            )
+        try:
+            async with MCPToolset([server]) as tools:
+                outcome = await tools.call(
+                    "artifact_recall", {"query": query_text(question), "k": self.k}
+                )
+        except Exception as exc:  # a failed MCP session is this question's error, not the run's
+            raise RetrievalError(f"memory server session failed: {exc}") from exc
         if outcome.is_error or not isinstance(outcome.structured, dict):
             raise RetrievalError(f"artifact_recall failed: {outcome.text[:300]}")
         hits = [hit.get("artifact_id", "") for hit in outcome.structured.get("hits", [])]
@@ -363,7 +366,8 @@ class MirageMemory:
 
 
 class ProfileRun(BaseModel):
-    """One profile under one condition: its history as text and the questions to answer."""
+    """One profile under one condition: its history as text and all its questions (full
+    context is cut to fit the longest, so a resumed run cuts it the same way)."""
 
     model_config = ConfigDict(frozen=True)
 
