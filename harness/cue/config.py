@@ -194,7 +194,7 @@ class CueRunConfig(_Strict):
     contrasts: tuple[Contrast, ...] = ()
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     max_output_tokens: int | None = Field(
-        default=None, ge=1, description="reply budget; default 12 for local models, 1024 else"
+        default=None, ge=1, description="reply budget; default 8 for local models, 1024 else"
     )
     concurrency: int = Field(default=1, ge=1)
     out: Path = Path("mirage-runs/cue")
@@ -232,7 +232,7 @@ class CueRunConfig(_Strict):
 
     @property
     def output_tokens(self) -> int:
-        return self.max_output_tokens or (12 if self.model.startswith("local/") else 1024)
+        return self.max_output_tokens or (8 if self.model.startswith("local/") else 1024)
 
 
 def default_contrasts(conditions: list[Condition]) -> list[Contrast]:

@@ -231,7 +231,7 @@ class NaiveRagMemory:
     """Cosine top-k over round vectors in a chroma collection (built once per history text)."""
 
     def __init__(
-        self, index_dir: Path, profile_id: str, units: Sequence[MemoryUnit], k: int
+        self, index_dir: Path, cache: Path, profile_id: str, units: Sequence[MemoryUnit], k: int
     ) -> None:
         import chromadb
         from chromadb.config import Settings
@@ -247,7 +247,7 @@ class NaiveRagMemory:
         self.k = k
         self.embedder = Embedder()
         index_dir.mkdir(parents=True, exist_ok=True)
-        self.cache = EmbeddingCache(index_dir / "embeddings.sqlite")
+        self.cache = EmbeddingCache(cache)
         client = chromadb.PersistentClient(
             path=str(index_dir / "chroma"), settings=Settings(anonymized_telemetry=False)
         )
@@ -404,7 +404,9 @@ class CueSystem:
             )
             yield Answerer(FullContextMemory(kept), backbone, profile.name)
         elif isinstance(spec, NaiveRagSpec):
-            memory = NaiveRagMemory(work / "index" / "naive-rag", profile.profile_id, units, spec.k)
+            memory = NaiveRagMemory(
+                work / "index" / "naive-rag", _shared_cache(work), profile.profile_id, units, spec.k
+            )
             try:
                 yield Answerer(memory, backbone, profile.name)
             finally:
