@@ -4,10 +4,10 @@ pack, answered by one model (or by an agent), recorded, then reported.
 Above: the CLI. Below: the pack, textualization, the memory systems, the answer parser and the
 keyed results log. Layout of ``--out`` (docs/cue.md):
 
-    run.json                   the resolved run configuration and the pack's digest
     index/                     chroma collections of naive RAG, the shared embedding cache
     workspaces/<label>/        memory-server workspaces (one per profile and caption levels)
     checkpoints/<label>/       empty-session checkpoints handed to an agent under test
+    <model>/run.json           the resolved run configuration and the pack's digest
     <model>/results.jsonl      one CueRecord per (condition, question), append-only
     <model>/summary.json, report.md, figures/
 
