@@ -143,8 +143,8 @@ def test_a_missing_caption_level_fails_loading(tmp_path: Path) -> None:
         image = next(r for s in data["sessions"] for r in s["rounds"] if "images" in r)["images"][0]
         del image["captions"]["medium"]
 
-    _edit(root / "profiles" / "p3.yaml", drop)
+    _edit(root / "profiles" / "p2.yaml", drop)
     with pytest.raises(
-        PackFormatError, match=r"(?s)p3\.yaml.*no caption at level\(s\) \[.medium.\]"
+        PackFormatError, match=r"(?s)p2\.yaml.*no caption at level\(s\) \[.medium.\]"
     ):
         load_cue_pack(root)

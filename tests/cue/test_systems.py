@@ -92,14 +92,14 @@ async def test_mirage_memory_retrieves_over_mcp_and_logs_the_tag(
 
 
 async def test_full_context_keeps_the_newest_rounds_that_fit(pack: CuePack, tmp_path: Path) -> None:
-    whole = await _respond(FullContextSpec(), pack, "p3-LP-E1", tmp_path)
+    whole = await _respond(FullContextSpec(), pack, "p2-LP-E1", tmp_path)
     assert len(whole.in_context) == 40 and whole.ranked == ()
     recorder = PromptRecorder(window=1200)
-    cut = await _respond(FullContextSpec(), pack, "p3-LP-E1", tmp_path, recorder)
+    cut = await _respond(FullContextSpec(), pack, "p2-LP-E1", tmp_path, recorder)
     assert 0 < len(cut.in_context) < 40
     assert list(cut.in_context) == list(whole.in_context[-len(cut.in_context) :])
     assert recorder.backbone.calls[0].messages  # answered within the window
-    budget = await _respond(FullContextSpec(context_tokens=300), pack, "p3-LP-E1", tmp_path)
+    budget = await _respond(FullContextSpec(context_tokens=300), pack, "p2-LP-E1", tmp_path)
     assert budget.memory_tokens < 400 and len(budget.in_context) < len(cut.in_context)
 
 
