@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 from runtime.messages import ToolCall, ToolSpec
 from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
-from runtime.parsers.hermes import validate_json_calls
 from runtime.parsers.scan import BodyError, cut, decode_json_at
-from runtime.parsers.validation import overall_label
+from runtime.parsers.validation import overall_label, validate_json_calls
 
 PYTHON_TAG = "<|python_tag|>"
 _START = re.compile(r"<\|python_tag\|>|\{\s*[\"'](?:name|type|function)[\"']\s*:")
