@@ -50,13 +50,15 @@ class PythonicParser:
         position = 0
         while (match := _LIST_START.search(text, position)) is not None:
             scan = scan_brackets(text, match.start())
-            source = text[match.start() : scan.end]
-            if scan.closed or scan.malformed:
-                calls.extend(_parse_list(source, tools))
-            else:
+            cut_off = scan.cut_off and (truncated or not scan.malformed)
+            end = len(text) if cut_off else scan.end
+            source = text[match.start() : end]
+            if cut_off:
                 calls.append(ParsedCall(label="truncated", raw=source, error="call list cut off"))
-            spans.append(_with_wrappers(text, match.start(), scan.end))
-            position = scan.end
+            else:
+                calls.extend(_parse_list(source, tools))
+            spans.append(_with_wrappers(text, match.start(), end))
+            position = end
         return ParseResult(
             family=self.family,
             content=cut(text, spans),

@@ -122,7 +122,7 @@ def decode_body(body: str) -> Any:
     or a Python literal (single quotes, ``True``/``None``). Raises ``BodyError``."""
     text = strip_fence(body)
     if not text:
-        raise BodyError("empty call body", incomplete=False)
+        raise BodyError("empty call body", incomplete=True)
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -325,24 +325,27 @@ class BracketScan:
     malformed: bool
     """A closer did not match its opener, or a quote had to be read as a plain character
     (``query=Bob's``) for the region to close: complete text that is not a valid literal."""
+    cut_off: bool = False
+    """Read literally, the text ends inside the region (inside a string or with brackets
+    open) without any mismatch before."""
 
 
 def scan_brackets(text: str, start: int) -> BracketScan:
     """Scan from the bracket at ``text[start]`` to its match, skipping quoted strings. An
     unmatched closer is skipped and marks the region malformed; a string left open at the
     end is retried with its quote read as a plain character, which marks the region
-    malformed if it then closes. A region that only runs out of text is cut off."""
+    malformed if it then closes or mismatches. A region that only runs out of text is cut
+    off."""
     ignored: set[int] = set()
-    first: BracketScan | None = None
-    for _ in range(4):
-        scan, open_quote = _scan_brackets(text, start, ignored)
-        first = first or scan
-        if scan.closed and ignored:
-            return BracketScan(scan.end, True, True)
-        if scan.closed or open_quote is None:
-            return scan if not ignored else first
+    first, open_quote = _scan_brackets(text, start, ignored)
+    cut_off = not first.closed and not first.malformed
+    scan = first
+    while open_quote is not None and len(ignored) < 3:
         ignored.add(open_quote)
-    return first or BracketScan(len(text), False, False)
+        scan, open_quote = _scan_brackets(text, start, ignored)
+        if scan.closed or scan.malformed:
+            return BracketScan(scan.end, scan.closed, True, cut_off)
+    return BracketScan(first.end, first.closed, first.malformed, cut_off)
 
 
 def _scan_brackets(text: str, start: int, ignored: set[int]) -> tuple[BracketScan, int | None]:
