@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from runtime.parsers import FAMILIES, OutcomeLabel, get_parser, parse_reply
 from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.parsers.validation import overall_label
+from runtime.profiles import ToolPromptStyle
 
 LABELS = set(get_args(OutcomeLabel))
 MARKERS = [
@@ -131,7 +132,7 @@ def test_pythonic_round_trip_of_any_string(query: str, k: int) -> None:
     assert result.calls[0].arguments == {"query": query, "k": k}
 
 
-STYLE_OF_FAMILY = {
+STYLE_OF_FAMILY: dict[str, ToolPromptStyle] = {
     "hermes": "hermes",
     "pythonic": "pythonic",
     "json": "json_schema",
@@ -169,7 +170,7 @@ def test_text_outside_a_real_call_is_kept_byte_for_byte(data: st.DataObject, fam
 
     before = data.draw(prose_with_mentions(family)).strip()
     after = data.draw(prose_with_mentions(family)).strip()
-    call = render_tool_call(STYLE_OF_FAMILY[family], "artifact_get", {"ref": "r.pdf"})  # type: ignore[arg-type]
+    call = render_tool_call(STYLE_OF_FAMILY[family], "artifact_get", {"ref": "r.pdf"})
     result = parse_reply(f"{before}\n{call}\n{after}", DEFAULT_TOOLS, family=family)
     assert [c.label for c in result.calls] == ["ok"], result.model_dump()
     assert result.content == f"{before}\n\n{after}"
@@ -203,7 +204,7 @@ def test_markers_written_inside_a_value_stay_in_the_value(
     from runtime.profiles import render_tool_call
 
     query = first + "".join(f" {marker}{word}" for marker, word in pieces)
-    rendered = render_tool_call(STYLE_OF_FAMILY[family], "artifact_recall", {"query": query})  # type: ignore[arg-type]
+    rendered = render_tool_call(STYLE_OF_FAMILY[family], "artifact_recall", {"query": query})
     result = parse_reply(f"Searching.\n{rendered}\nDone.", DEFAULT_TOOLS, family=family)
     assert [c.label for c in result.calls] == ["ok"], (rendered, result.model_dump())
     assert result.calls[0].arguments == {"query": query}
