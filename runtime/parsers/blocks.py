@@ -61,9 +61,14 @@ def opens_json(text: str, index: int) -> bool:
     return index < len(text) and text[index] in "{["
 
 
-def ends_reply(text: str, index: int) -> bool:
-    """Nothing but whitespace follows ``index``: a marker there was cut off with its body."""
-    return skip_space(text, index) == len(text)
+def ends_reply(text: str, index: int, *cut_markers: str) -> bool:
+    """Nothing but whitespace follows ``index`` (or only the beginning of one of
+    ``cut_markers``, as in ``<function=artifact_re``): the reply was cut off right there."""
+    rest = text[skip_space(text, index) :].rstrip()
+    return not rest or any(
+        marker.startswith(rest) or (rest.startswith(marker) and ">" not in rest)
+        for marker in cut_markers
+    )
 
 
 def json_extent(text: str, body_start: int, open_marker: str, close_marker: str) -> Extent:

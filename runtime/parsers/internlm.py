@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from runtime.messages import ToolSpec
+from runtime.parsers.base import ParsedCall
 from runtime.parsers.blocks import (
     Block,
     TaggedBlockParser,
@@ -42,7 +43,11 @@ class InternLMParser(TaggedBlockParser):
             return Block([call], extent.end)
         if text.startswith(_PLUGIN, start):
             start += len(_PLUGIN)
-        elif not opens_json(text, start) and not ends_reply(text, start):
+        elif ends_reply(text, start, _PLUGIN, _INTERPRETER):
+            rest = text[start:].strip()
+            call = ParsedCall(label="truncated", raw=rest, error=f"reply ends after {OPEN}")
+            return Block([call], len(text))
+        elif not opens_json(text, start):
             return None
         extent = (
             json_extent(text, start, OPEN, CLOSE)

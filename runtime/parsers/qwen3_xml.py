@@ -45,11 +45,12 @@ class Qwen3XmlParser(TaggedBlockParser):
     ) -> Block | None:
         wrapped = bool(opener.group(0))
         start = skip_space(text, opener.end())
-        if text.startswith("<function=", start):
+        if _FUNCTION.match(text, start):
             return self._read_functions(text, start, tools, wrapped=wrapped)
-        if opens_json(text, start) or ends_reply(text, start):
+        cut_off = ends_reply(text, start, "<function=")
+        if cut_off or opens_json(text, start) or text.startswith("<function=", start):
             extent = plain_extent(text, opener.end(), OPEN, CLOSE)
-            label = extent.failure_label(truncated=truncated, incomplete=not extent.body.strip())
+            label = extent.failure_label(truncated=truncated, incomplete=cut_off)
             error = "no <function=NAME> element in the block"
             call = ParsedCall(label=label, raw=extent.body.strip(), error=error)
             return Block([call], extent.end)

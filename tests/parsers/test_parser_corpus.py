@@ -424,6 +424,14 @@ CASES: tuple[Case, ...] = (
         overall="truncated",
         labels=("truncated",),
     ),
+    Case(
+        id="internlm-marker-mentioned-in-prose",
+        family="internlm",
+        text="InternLM opens an action with the <|action_start|> token and closes it later.",
+        overall="no_call",
+        labels=(),
+        content="InternLM opens an action with the <|action_start|> token and closes it later.",
+    ),
     # --- mistral --------------------------------------------------------------------------
     Case(
         id="mistral-array",
