@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from runtime.parsers import FAMILIES, OutcomeLabel, get_parser, parse_reply
 from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.parsers.validation import overall_label
-from runtime.profiles import ToolPromptStyle
+from runtime.profiles import STYLE_OF_PARSER
 
 LABELS = set(get_args(OutcomeLabel))
 MARKERS = [
@@ -132,14 +132,6 @@ def test_pythonic_round_trip_of_any_string(query: str, k: int) -> None:
     assert result.calls[0].arguments == {"query": query, "k": k}
 
 
-STYLE_OF_FAMILY: dict[str, ToolPromptStyle] = {
-    "hermes": "hermes",
-    "pythonic": "pythonic",
-    "json": "json_schema",
-    "internlm": "internlm",
-    "mistral": "mistral",
-    "qwen3_xml": "qwen3_xml",
-}
 WORD = st.text(alphabet=st.characters(whitelist_categories=("L", "Nd")), min_size=1, max_size=8)
 MENTIONS = {
     "hermes": ["<tool_call> tags", "</tool_call>", "<function=name> elements"],
@@ -164,13 +156,13 @@ def prose_with_mentions(draw: st.DrawFn, family: str) -> str:
 
 
 @SETTINGS
-@given(data=st.data(), family=st.sampled_from(list(STYLE_OF_FAMILY)))
+@given(data=st.data(), family=st.sampled_from(list(STYLE_OF_PARSER)))
 def test_text_outside_a_real_call_is_kept_byte_for_byte(data: st.DataObject, family: str) -> None:
     from runtime.profiles import render_tool_call
 
     before = data.draw(prose_with_mentions(family)).strip()
     after = data.draw(prose_with_mentions(family)).strip()
-    call = render_tool_call(STYLE_OF_FAMILY[family], "artifact_get", {"ref": "r.pdf"})
+    call = render_tool_call(STYLE_OF_PARSER[family], "artifact_get", {"ref": "r.pdf"})
     result = parse_reply(f"{before}\n{call}\n{after}", DEFAULT_TOOLS, family=family)
     assert [c.label for c in result.calls] == ["ok"], result.model_dump()
     assert result.content == f"{before}\n\n{after}"
@@ -204,7 +196,7 @@ def test_markers_written_inside_a_value_stay_in_the_value(
     from runtime.profiles import render_tool_call
 
     query = first + "".join(f" {marker}{word}" for marker, word in pieces)
-    rendered = render_tool_call(STYLE_OF_FAMILY[family], "artifact_recall", {"query": query})
+    rendered = render_tool_call(STYLE_OF_PARSER[family], "artifact_recall", {"query": query})
     result = parse_reply(f"Searching.\n{rendered}\nDone.", DEFAULT_TOOLS, family=family)
     assert [c.label for c in result.calls] == ["ok"], (rendered, result.model_dump())
     assert result.calls[0].arguments == {"query": query}
