@@ -139,3 +139,18 @@ def test_no_family_makes_a_non_finite_argument_executable(family: str, text: str
     result = parse_reply(text, [TOOL], family=family)
     assert result.overall == "type_error", result.model_dump()
     assert not result.executable_calls("c")
+
+
+def test_a_native_call_with_a_non_finite_argument_is_not_executable() -> None:
+    """Providers decode arguments with decoders that accept ``NaN``; the call is still
+    validated like a parsed one."""
+    import json
+
+    from runtime.messages import ToolCall
+    from runtime.parsers import parse_reply
+
+    arguments = json.loads('{"x": NaN, "n": 1}')
+    call = ToolCall(id="1", name="t", arguments=arguments)
+    result = parse_reply("", [TOOL], family="native", native_calls=[call])
+    assert result.overall == "type_error"
+    assert not result.executable_calls("c")
