@@ -190,8 +190,11 @@ def memory_binding(url: str, token: str | None) -> tuple[str, int]:
 
 
 def pack_digest(pack_root: Path) -> str:
+    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
+    root = pack_root.resolve()
     digest = hashlib.sha256()
-    for path in sorted(p for p in pack_root.rglob("*") if p.is_file()):
+    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
+    for path in sorted(p for p in inside if p.is_file()):
         digest.update(str(path.relative_to(pack_root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

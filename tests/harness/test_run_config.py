@@ -21,14 +21,17 @@ from tests.cli_errors import assert_one_line_error
         (b"Summarise {transcript} for {bogus}", "unknown placeholder {bogus}"),
         (b"Summarise {focus} only", "must contain the {transcript} placeholder"),
         (b"Summarise {transcript} \xff", "cannot read summary template 't.txt'"),
+        (b"", "summary template 't.txt' is a folder"),
     ],
-    ids=["missing", "unknown-placeholder", "no-transcript", "not-utf8"],
+    ids=["missing", "unknown-placeholder", "no-transcript", "not-utf8", "folder"],
 )
 def test_a_bad_summary_template_is_refused_before_any_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None, message: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    if content is not None:
+    if content == b"":
+        (tmp_path / "t.txt").mkdir()
+    elif content is not None:
         (tmp_path / "t.txt").write_bytes(content)
     with pytest.raises(ValidationError, match="summary template"):
         RunConfig(summary_format="template:t.txt")

@@ -176,3 +176,16 @@ def test_import_refuses_manifest_paths_and_symlinks_out_of_the_artifacts_folder(
     with pytest.raises(PackFormatError, match=r"chart_b\.txt: originals\.0: .*outside"):
         import_bank(bank, evidence, out, "p")
     assert not (out / "chart_b.txt").exists()
+
+
+def test_the_pack_digest_never_reads_through_a_symlink_out_of_the_pack(tmp_path: Path) -> None:
+    from harness.run import pack_digest
+
+    pack_dir = _copy_core(tmp_path)
+    before = pack_digest(pack_dir)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    (pack_dir / "notes.txt").symlink_to(secret)
+    assert pack_digest(pack_dir) == before
+    (pack_dir / "notes-inside.txt").write_text("part of the pack")
+    assert pack_digest(pack_dir) != before
