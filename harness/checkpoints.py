@@ -16,9 +16,12 @@ family folder): rebuilding it silently could mix results from two different trun
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -157,6 +160,21 @@ def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | 
             f"corrupt checkpoint: {exc}; delete {family_dir} to rebuild this trunk on the next "
             "run (records already in results.jsonl are kept)"
         ) from exc
+
+
+@contextmanager
+def family_lock(family_dir: Path) -> Iterator[None]:
+    """Held while a run looks for or builds the family, so a second run on the same output
+    waits and then reuses the finished family instead of rebuilding it under the first. The
+    kernel releases the lock when its process dies, so a killed run never leaves it stale."""
+    family_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(family_dir.with_name(f".{family_dir.name}.lock"), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("checkpoints.waiting_for_other_run", family=str(family_dir))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def discard_unfinished_family(family_dir: Path) -> None:

@@ -27,6 +27,7 @@ from harness.checkpoints import (
     Checkpoint,
     CheckpointError,
     TrunkConfig,
+    family_lock,
     load_family,
     mark_family_complete,
 )
@@ -312,11 +313,12 @@ class MirageRun:
     async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
         trunk = self.trunk_config()
         family_dir = self.out / "checkpoints" / trunk.family_id()
-        existing = load_family(family_dir, [s.name for s in self.profile.states])
-        if existing is not None:
-            log.info("checkpoints_reused", family=family_dir.name)
-            return existing
-        return await self._build_trunk(trunk, family_dir, index)
+        with family_lock(family_dir):
+            existing = load_family(family_dir, [s.name for s in self.profile.states])
+            if existing is not None:
+                log.info("checkpoints_reused", family=family_dir.name)
+                return existing
+            return await self._build_trunk(trunk, family_dir, index)
 
     async def _build_trunk(
         self, trunk: TrunkConfig, family_dir: Path, index: Any

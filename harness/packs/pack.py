@@ -181,7 +181,7 @@ class Pack:
     def _attachment(self, artifact_id: str, relative: str) -> PlantedAttachment:
         return PlantedAttachment(
             artifact_id=artifact_id,
-            path=self.file(relative),
+            path=self.file(relative).resolve(),
             workspace_path=relative,
             media_type=media_type_of(relative),
             text_representation=self.text_representation(artifact_id),

@@ -55,9 +55,9 @@ class PackPathError(ValueError):
     """A path named by a pack that would leave the pack folder."""
 
 
-def check_relative_path(relative: str) -> PurePosixPath:
-    """``relative`` as a path that cannot leave its base folder by its spelling alone: not
-    empty, not absolute, no ``..`` component, no NUL byte."""
+def check_relative_path(relative: str) -> None:
+    """Refuse a path that leaves its base folder by its spelling alone: empty, absolute, a
+    ``..`` component, a NUL byte."""
     path = PurePosixPath(relative)
     if not relative.strip() or "\0" in relative:
         raise PackPathError(f"path {relative!r} is empty or contains a NUL byte")
@@ -65,11 +65,10 @@ def check_relative_path(relative: str) -> PurePosixPath:
         raise PackPathError(f"path {relative!r} is absolute; name a file inside the pack folder")
     if ".." in path.parts:
         raise PackPathError(f"path {relative!r} leaves the pack folder ('..' is not allowed)")
-    return path
 
 
 def confined_path(base: Path, relative: str) -> Path:
-    """``base / relative`` with symlinks resolved, refused unless it stays inside ``base``.
+    """``base / relative``, refused unless it stays inside ``base`` once symlinks are resolved.
 
     Used when a pack is loaded (``PACK_ROOT`` in the validation context) and again right before
     every read or write of a pack-named file, so a symlink swapped in later cannot escape."""
@@ -80,7 +79,7 @@ def confined_path(base: Path, relative: str) -> Path:
         raise PackPathError(
             f"path {relative!r} resolves to {target}, outside {root} (a symlink leaves the folder)"
         )
-    return target
+    return base / relative
 
 
 PACK_ROOT = "pack_root"

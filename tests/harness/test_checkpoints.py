@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from harness.checkpoints import (
     MANIFEST,
     CheckpointError,
     discard_unfinished_family,
+    family_lock,
     load_family,
     mark_family_complete,
     read_checkpoint,
@@ -157,3 +159,24 @@ def test_a_kill_while_writing_checkpoints_leaves_none_half_trusted(tmp_path: Pat
                 read_checkpoint(directory)
     discard_unfinished_family(family)
     assert not family.exists()
+
+
+def test_a_second_run_waits_for_the_family_being_built_then_reuses_it(tmp_path: Path) -> None:
+    family = tmp_path / "checkpoints" / TRUNK.family_id()
+    seen: list[object] = []
+    with family_lock(family):
+        make_checkpoint(family, "S1-d0")  # the first run is half-way through its trunk
+
+        def second_run() -> None:
+            with family_lock(family):
+                seen.append(load_family(family, STATES))
+
+        waiter = threading.Thread(target=second_run)
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive() and seen == []  # it waits instead of discarding our work
+        make_checkpoint(family, "S2")
+        mark_family_complete(family, TRUNK, {"turns": 3})
+    waiter.join(timeout=10)
+    (loaded,) = seen
+    assert isinstance(loaded, dict) and list(loaded) == STATES
