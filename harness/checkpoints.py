@@ -9,7 +9,8 @@ another answerer) with the same trunk reuses the checkpoints instead of rebuildi
 Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
 renamed into place, and ``family.json`` is written the same way only after every checkpoint of
 the family; so a kill (or a native crash in the model) at any moment leaves either a finished
-family or an unfinished one, whose trunk the next run rebuilds from scratch. A *finished*
+family or an unfinished one, whose trunk the next run rebuilds from scratch (``family_lock``
+keeps a concurrent run from rebuilding a family another run is building). A *finished*
 family with a missing or corrupt checkpoint is refused with the file and the fix (delete the
 family folder): rebuilding it silently could mix results from two different trunks.
 """
