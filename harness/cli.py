@@ -52,6 +52,12 @@ def _source_resolver(
     return ChainResolver(*resolvers)
 
 
+def _bad_file(exc: Exception) -> typer.Exit:
+    """A corrupt or busy results file: one line on stderr, exit 1 (not a usage error)."""
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(code=1)
+
+
 def rescore(directory: DirArgument, workspace: WorkspaceOption = None) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs with the current scorer."""
     from harness.records import (
@@ -67,6 +73,8 @@ def rescore(directory: DirArgument, workspace: WorkspaceOption = None) -> None:
         records = read_records(path)
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    except ResultsLogError as exc:
+        raise _bad_file(exc) from exc
     gold_ids = sorted({r.gold.source for r in records if r.gold and r.gold.source})
     resolver = _source_resolver(directory, workspace, gold_ids)
     try:
@@ -77,7 +85,7 @@ def rescore(directory: DirArgument, workspace: WorkspaceOption = None) -> None:
     try:
         rewrite_records(path, rescored)
     except ResultsLogError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise _bad_file(exc) from exc
     typer.echo(f"rescored {len(rescored)} records in {path}; {changed} changed")
 
 
@@ -89,8 +97,10 @@ def report(directory: DirArgument) -> None:
 
     try:
         files = write_report(directory)
-    except (FileNotFoundError, ResultsLogError) as exc:
+    except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    except ResultsLogError as exc:
+        raise _bad_file(exc) from exc
     typer.echo(table1(files.aggregate))
     typer.echo("")
     typer.echo(table2(files.aggregate))

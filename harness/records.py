@@ -3,14 +3,21 @@
 Above: the probe runner (appends one record per probe), ``mirage rescore`` (rewrites indicator
 fields from raw outputs) and aggregation (reads indicator fields only). Below: one JSON object per
 line on disk. A record is keyed by (state, condition, question_id, repeat); a key is never
-written twice. Every append is one ``write`` of a whole line followed by ``fsync``, so a
-``kill -9`` can at worst leave a torn last line, which opening the log for writing repairs
-(truncates) and reading ignores.
+written twice.
+
+Durability: every append is one ``write`` of a whole line followed by ``fsync`` (a few ms,
+against ≥ 50 ms of harness work per probe and seconds of model time:
+``benchmarks/bench_results_log.py``), so an acknowledged probe survives a ``kill -9``, a native
+crash in the model or a power cut. Such a stop can at worst leave a torn last line (no final
+newline, or not JSON): reading leaves it out with a warning, opening the log for writing cuts it
+off so its probe runs again. A bad line anywhere else is never dropped: it is an error naming
+the file and line.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -167,37 +174,66 @@ class ResultsLogError(RuntimeError):
     """The results file is corrupt (not merely torn at the end) or already in use."""
 
 
+class _Scan(NamedTuple):
+    records: list[ProbeRecord]
+    intact: int  # bytes up to the end of the last line kept
+    torn_line: int | None  # number of the torn last line that was left out
+
+
 def _parse_line(line: bytes, number: int, path: Path) -> ProbeRecord:
     try:
         return ProbeRecord.model_validate_json(line)
     except ValidationError as exc:
-        raise ResultsLogError(f"{path}:{number}: invalid probe record: {exc}") from exc
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        reason = f"{where}: {first['msg']}" if where else str(first["msg"])
+        more = f"; {exc.error_count() - 1} more problem(s)" if exc.error_count() > 1 else ""
+        raise ResultsLogError(
+            f"{path}:{number}: corrupt probe record ({reason}{more}); mirage never writes such "
+            "a line: repair or delete it (a deleted probe is re-run on resume)"
+        ) from exc
 
 
-def _scan(path: Path) -> tuple[list[ProbeRecord], int]:
-    """Records of every complete line and the byte length of that complete prefix."""
+def _is_torn(line: bytes, terminated: bool) -> bool:
+    """A last line cut short by a kill: no final newline, or not JSON at all."""
+    if not terminated:
+        return True
+    try:
+        json.loads(line)
+    except ValueError:
+        return True
+    return False
+
+
+def _scan(path: Path) -> _Scan:
+    """Records of every line; only the last non-blank line may be torn, and is left out."""
     data = path.read_bytes() if path.exists() else b""
+    lines = data.split(b"\n")  # the final item is whatever follows the last newline
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     records: list[ProbeRecord] = []
     offset = 0
-    lines = data.split(b"\n")
-    for number, line in enumerate(lines[:-1], start=1):
+    for index, line in enumerate(lines):
+        terminated = index < len(lines) - 1
+        if index == last and _is_torn(line, terminated):
+            return _Scan(records, offset, index + 1)
         if line.strip():
-            records.append(_parse_line(line, number, path))
-        offset += len(line) + 1
-    return records, offset
+            records.append(_parse_line(line, index + 1, path))
+        offset += len(line) + terminated
+    return _Scan(records, offset, None)
 
 
 def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]:
-    """All records of a results file (a torn last line is ignored; duplicates keep the first)."""
+    """All records of a results file (a torn last line is left out with a warning; duplicates
+    keep the first; a corrupt line anywhere else raises ``ResultsLogError``)."""
     file = Path(path)
     if file.is_dir():
         file = file / RESULTS_FILE
     if not file.exists():
         raise FileNotFoundError(f"no results file at {file}")
-    records, complete = _scan(file)
-    if complete < file.stat().st_size:
-        log.warning("results.torn_last_line_ignored", path=str(file))
-    return list(_unique(records, file))
+    scan = _scan(file)
+    if scan.torn_line is not None:
+        log.warning("results.torn_last_line_ignored", path=str(file), line=scan.torn_line)
+    return list(_unique(scan.records, file))
 
 
 def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]:
@@ -210,6 +246,14 @@ def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]
         yield record
 
 
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class ResultsLog:
     """Append-only writer of ``results.jsonl`` that resumes where a previous run stopped.
 
@@ -220,23 +264,36 @@ class ResultsLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        created = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(self._fd)
-            raise ResultsLogError(f"{self.path} is being written by another run") from exc
-        self._records = self._load_and_repair()
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise ResultsLogError(f"{self.path} is being written by another run") from exc
+            if created:
+                _fsync_directory(self.path.parent)  # the new file's name is durable too
+            self._records = self._load_and_repair()
+        except BaseException:
+            self.close()
+            raise
         self._keys = {r.key for r in self._records}
 
     def _load_and_repair(self) -> list[ProbeRecord]:
-        records, complete = _scan(self.path)
+        """The records so far; a torn last line (a kill mid-write) is cut off, so its probe
+        runs again."""
+        scan = _scan(self.path)
         size = os.fstat(self._fd).st_size
-        if complete < size:
-            log.warning("results.torn_line_repaired", path=str(self.path), dropped=size - complete)
-            os.ftruncate(self._fd, complete)
+        if scan.intact < size:
+            log.warning(
+                "results.torn_last_line_dropped",
+                path=str(self.path),
+                line=scan.torn_line,
+                bytes=size - scan.intact,
+            )
+            os.ftruncate(self._fd, scan.intact)
             os.fsync(self._fd)
-        return list(_unique(records, self.path))
+        return list(_unique(scan.records, self.path))
 
     def __enter__(self) -> ResultsLog:
         return self

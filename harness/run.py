@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.checkpoints import Checkpoint, TrunkConfig, load_family, mark_family_complete
+from harness.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    TrunkConfig,
+    family_lock,
+    load_family,
+    mark_family_complete,
+)
 from harness.protocol import CONDITIONS, Condition
 from harness.scoring import Gold
 
@@ -31,6 +38,25 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_MODEL = "local/smollm2-135m"
 SCRIPTED_TRUNK_WINDOW = 8192
+
+
+class RunInputError(RuntimeError):
+    """A file the run reads or writes is bad (pack, checkpoint, results log); the message is
+    one line naming the file and what to do."""
+
+
+@contextmanager
+def bad_files_reported() -> Iterator[None]:
+    """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
+    from harness.packs.schema import PackFormatError, PackPathError
+    from harness.records import ResultsLogError
+
+    try:
+        yield
+    except PackFormatError as exc:
+        raise RunInputError(exc.summary()) from exc
+    except (PackPathError, CheckpointError, ResultsLogError) as exc:
+        raise RunInputError(str(exc)) from exc
 
 
 class RunConfig(BaseModel):
@@ -78,6 +104,13 @@ class RunConfig(BaseModel):
         "default a free loopback port (agents then need the per-probe URL)",
     )
     memory_token: str | None = Field(default=None, exclude=True)
+
+    @field_validator("summary_format")
+    @classmethod
+    def _summary_format_known(cls, value: str) -> str:
+        from compaction.config import check_format
+
+        return check_format(value)  # a bad template:FILE fails here, before any work
 
     @model_validator(mode="after")
     def _agent_options(self) -> RunConfig:
@@ -158,8 +191,11 @@ def memory_binding(url: str, token: str | None) -> tuple[str, int]:
 
 
 def pack_digest(pack_root: Path) -> str:
+    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
+    root = pack_root.resolve()
     digest = hashlib.sha256()
-    for path in sorted(p for p in pack_root.rglob("*") if p.is_file()):
+    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
+    for path in sorted(p for p in inside if p.is_file()):
         digest.update(str(path.relative_to(pack_root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -223,7 +259,8 @@ class MirageRun:
         self.config = config
         self.backbones = dict(backbones or {})
         self.out = config.out
-        self.pack = load_pack(config.pack)
+        with bad_files_reported():
+            self.pack = load_pack(config.pack)
         self.progress = progress
         self.window = self._trunk_window()
         self.profile = resolve_profile(config.profile, self.window)
@@ -276,11 +313,12 @@ class MirageRun:
     async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
         trunk = self.trunk_config()
         family_dir = self.out / "checkpoints" / trunk.family_id()
-        existing = load_family(family_dir, [s.name for s in self.profile.states])
-        if existing is not None:
-            log.info("checkpoints_reused", family=family_dir.name)
-            return existing
-        return await self._build_trunk(trunk, family_dir, index)
+        with family_lock(family_dir):
+            existing = load_family(family_dir, [s.name for s in self.profile.states])
+            if existing is not None:
+                log.info("checkpoints_reused", family=family_dir.name)
+                return existing
+            return await self._build_trunk(trunk, family_dir, index)
 
     async def _build_trunk(
         self, trunk: TrunkConfig, family_dir: Path, index: Any
@@ -436,6 +474,10 @@ class MirageRun:
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders (each with its report)."""
+        with bad_files_reported():
+            return await self._stages()
+
+    async def _stages(self) -> list[Path]:
         from harness.report import write_report
 
         self.out.mkdir(parents=True, exist_ok=True)

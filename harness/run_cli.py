@@ -135,9 +135,7 @@ def run(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console) as progress:
-        from harness.run import MirageRun
-
-        folders = _execute(MirageRun(config, progress))
+        folders = _execute(config, progress)
     for folder in folders:
         files = write_report(folder)
         typer.echo(f"\n## {folder.name}\n")
@@ -152,19 +150,23 @@ def run(
 
 
 def _config(**fields: Any) -> RunConfig:
+    """The validated run configuration; a bad option is one ``error:`` line and exit 2, before
+    any work starts."""
     try:
         return RunConfig(**fields)
     except ValidationError as exc:
         problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
-        raise typer.BadParameter(problems) from exc
+        typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(code=2) from exc
 
 
-def _execute(run: Any) -> list[Path]:
+def _execute(config: RunConfig, progress: Any) -> list[Path]:
     from harness.attribution import AttributionError
+    from harness.run import MirageRun, RunInputError
 
     try:
-        return list(asyncio.run(run.execute()))
-    except AttributionError as exc:
+        return list(asyncio.run(MirageRun(config, progress).execute()))
+    except (AttributionError, RunInputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
 

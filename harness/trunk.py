@@ -16,7 +16,12 @@ import structlog
 
 from compaction.config import CompactionConfig
 from compaction.policy import CompactionPolicy
-from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
+from harness.checkpoints import (
+    Checkpoint,
+    TrunkConfig,
+    discard_unfinished_family,
+    write_checkpoint,
+)
 from harness.packs import Pack
 from harness.states import PAPER_WINDOW, DepthProfile, StateSpec
 from runtime.agent import Agent
@@ -160,6 +165,7 @@ class TrunkRunner:
         self.position += 1
 
     async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
+        discard_unfinished_family(self.family_dir)  # what an interrupted trunk left behind
         for planted in self.pack.planting_turns():
             await self._turn(planted.to_user_message(), planted.assistant)
             if on_turn:

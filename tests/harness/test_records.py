@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
+from typer.testing import CliRunner
 
 from harness.records import (
     ProbeRecord,
@@ -25,6 +27,8 @@ from harness.records import (
     rewrite_records,
 )
 from harness.scoring import Gold, KnownIdResolver
+from runtime.cli import app
+from tests.cli_errors import assert_one_line_error
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
 RESOLVER = KnownIdResolver(["chart_1"])
@@ -79,13 +83,72 @@ def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
     assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
 
 
-def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+def test_corrupt_middle_line_is_a_one_line_error_and_nothing_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(
         _record(0).model_dump_json() + "\n{not json}\n" + _record(1).model_dump_json() + "\n"
     )
-    with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
+    before = path.read_bytes()
+    with pytest.raises(ResultsLogError, match=rf"^{path}:2: corrupt probe record \(") as caught:
         read_records(path)
+    assert "\n" not in str(caught.value) and "delete it" in str(caught.value)
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
+        ResultsLog(path)
+    assert path.read_bytes() == before
+    with ResultsLog(tmp_path / "other.jsonl"):  # the refused open released its lock and fd
+        pass
+
+
+def test_a_valid_json_last_line_that_is_no_record_is_an_error_not_a_tear(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(_record(0).model_dump_json() + '\n{"state": "S1-d0"}\n')
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:2: corrupt probe record \(condition"):
+        ResultsLog(path)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"state": "S1-d0", "condi',
+        b'{"state": "S1-d0", "condi\n',
+        b"\x00" * 600,
+        b"\x00" * 80 + b"\n\n",
+    ],
+    ids=["unterminated", "terminated-not-json", "zero-filled", "zero-filled-line"],
+)
+def test_a_torn_last_line_is_dropped_with_one_warning_and_rerun(
+    tmp_path: Path, tail: bytes
+) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        for question in range(3):
+            results.append(_record(question))
+    intact = path.read_bytes()
+    path.write_bytes(intact + tail)
+    with capture_logs() as logs:
+        assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2"]
+        with ResultsLog(path) as resumed:
+            assert path.read_bytes() == intact
+            assert _record(3).key not in resumed
+            assert resumed.append(_record(3))
+    warnings = [entry for entry in logs if entry["log_level"] == "warning"]
+    assert [w["event"] for w in warnings] == [
+        "results.torn_last_line_ignored",
+        "results.torn_last_line_dropped",
+    ]
+    assert warnings[0]["line"] == 4
+    assert path.read_bytes().startswith(intact)
+    assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
+
+
+def test_report_of_a_corrupt_results_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        _record(0).model_dump_json() + "\n" + '{"state": 3}\n' + _record(1).model_dump_json() + "\n"
+    )
+    for command in ("report", "rescore"):
+        result = CliRunner().invoke(app, [command, str(tmp_path)])
+        assert_one_line_error(result, f"error: {path}:2: corrupt probe record", exit_code=1)
 
 
 def test_duplicate_lines_keep_the_first(tmp_path: Path) -> None:
