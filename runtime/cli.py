@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "compaction.cli",
     "harness.packs.cli",
     "harness.cli",
+    "harness.agents.cli",
 )
 
 
