@@ -2,11 +2,13 @@
 
 Above: the endpoint (``runtime.serve.app``), which hands every validated request to a
 ``Router`` and calls the ``Backbone`` it returns. Below: any backbone. ``SingleBackbone``
-serves one backbone under one model name; ``RuleRouter`` picks per request with predicates
-over the request (its messages, tools, model name and headers), e.g. scripted replies for
-replayed turns and the real model for everything else. The endpoint renders the prompt with the
-chosen backbone's profile and parses its reply with that profile's parser, so routes may differ
-in tool mode and parser family.
+serves one backbone under one model name; ``ModelTable`` serves several backbones, each under
+its own name (the client picks by the request's ``model``, e.g. an agent configured with one
+model for its conversation and another for compaction); ``RuleRouter`` picks per request with
+predicates over the request (its messages, tools, model name and headers), e.g. scripted
+replies for replayed turns and the real model for everything else. The endpoint renders the
+prompt with the chosen backbone's profile and parses its reply with that profile's parser, so
+routes may differ in tool mode and parser family.
 """
 
 from __future__ import annotations
@@ -66,6 +68,22 @@ class SingleBackbone:
     def choose(self, request: ServedRequest) -> Backbone:
         _check_name(request.model, [self.name])
         return self.backbone
+
+
+class ModelTable:
+    """Several backbones, each served under its own name."""
+
+    def __init__(self, backbones: Mapping[str, Backbone]) -> None:
+        if not backbones:
+            raise ValueError("a model table needs at least one backbone")
+        self.backbones = dict(backbones)
+
+    def model_names(self) -> list[str]:
+        return list(self.backbones)
+
+    def choose(self, request: ServedRequest) -> Backbone:
+        _check_name(request.model, self.model_names())
+        return self.backbones[request.model]
 
 
 RequestPredicate = Callable[[ServedRequest], bool]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import uvicorn
@@ -28,6 +29,7 @@ class BackgroundServer:
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
+        self._port = port
         self._ready = threading.Event()
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
@@ -36,9 +38,16 @@ class BackgroundServer:
         self._thread = threading.Thread(target=self._server.run, name="mirage-serve", daemon=True)
 
     def start(self, timeout: float = 30.0) -> BackgroundServer:
+        """Start serving; raises ``RuntimeError`` when the port cannot be bound (uvicorn's
+        thread ends at once then) or the server is not listening within ``timeout``."""
         self._thread.start()
-        if not self._ready.wait(timeout) or not self._server.started:
-            raise RuntimeError(f"the server did not start listening on {self.host}")
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.05):
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                break
+        if not self._server.started:
+            where = f"{self.host}:{self._port}"
+            raise RuntimeError(f"the server could not listen on {where} (is the port in use?)")
         return self
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -28,6 +28,7 @@ from runtime.messages import (
 from runtime.profiles import resolve_profile
 from runtime.serve import (
     BackgroundServer,
+    ModelTable,
     RequestLog,
     RuleRouter,
     ServedRequest,
@@ -464,3 +465,25 @@ def test_unknown_route_is_an_openai_style_404() -> None:
         response = httpx.get(f"{server.base_url}/embeddings")
     assert response.status_code == 404
     assert response.json()["error"]["message"].startswith("GET /v1/embeddings")
+
+
+def test_model_table_serves_each_backbone_under_its_name(serve: Any) -> None:
+    trunk = ScriptedBackbone(["from trunk"], model="trunk")
+    housekeeping = ScriptedBackbone(["from housekeeping"], model="housekeeping")
+    client = serve(ModelTable({"trunk": trunk, "housekeeping": housekeeping}))
+    assert [model.id for model in client.models.list()] == ["trunk", "housekeeping"]
+    second = client.chat.completions.create(model="housekeeping", messages=USER)
+    first = client.chat.completions.create(model="trunk", messages=USER)
+    assert (first.choices[0].message.content, second.choices[0].message.content) == (
+        "from trunk",
+        "from housekeeping",
+    )
+    with pytest.raises(openai.NotFoundError, match="trunk, housekeeping"):
+        client.chat.completions.create(model="other", messages=USER)
+
+
+def test_a_busy_port_is_a_clear_error_at_once() -> None:
+    with BackgroundServer(create_app(ScriptedBackbone([]))) as running:
+        second = BackgroundServer(create_app(ScriptedBackbone([])), port=running.port)
+        with pytest.raises(RuntimeError, match=rf"could not listen on 127\.0\.0\.1:{running.port}"):
+            second.start(timeout=20)
