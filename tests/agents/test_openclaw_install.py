@@ -35,7 +35,8 @@ NODE = "24.21.0"
 def fake_node_script() -> str:
     """Answers ``--version`` as Node 24 and runs everything else on the machine's Node."""
     real_node = shutil.which("node")
-    return f'#!/bin/sh\n[ "$1" = "--version" ] && {{ echo "v{NODE}"; exit 0; }}\nexec {real_node} "$@"\n'
+    version = f'[ "$1" = "--version" ] && {{ echo "v{NODE}"; exit 0; }}'
+    return f'#!/bin/sh\n{version}\nexec {real_node} "$@"\n'
 
 
 FAKE_OPENCLAW = (
@@ -152,7 +153,7 @@ def test_unreachable_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_missing_npm_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(InstallError, match="npm was not found on PATH: install Node.js with npm"):
+    with pytest.raises(InstallError, match=r"npm was not found on PATH: install Node\.js with npm"):
         install_openclaw(root=tmp_path / "cache")
 
 
