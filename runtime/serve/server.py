@@ -35,7 +35,13 @@ class BackgroundServer:
             app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
         )
         self._server = _ReadyServer(config, self._ready)
-        self._thread = threading.Thread(target=self._server.run, name="mirage-serve", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="mirage-serve", daemon=True)
+
+    def _serve(self) -> None:
+        try:
+            self._server.run()
+        except SystemExit:  # uvicorn exits when it cannot bind; start() reports it
+            return
 
     def start(self, timeout: float = 30.0) -> BackgroundServer:
         """Start serving; raises ``RuntimeError`` when the port cannot be bound (uvicorn's
