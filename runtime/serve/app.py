@@ -137,7 +137,10 @@ class ChatEndpoint:
             native_calls=completion.native_tool_calls,
         )
         reply = build_reply(chat.model, completion, parsed, reply_id=record.request_id)
-        _record_reply(record, completion, parsed, reply, chat)
+        _record_reply(record, completion, parsed, reply)
+        if self.request_log is not None and self.request_log.with_content:
+            record.request_messages = [m.model_dump(mode="json") for m in chat.messages]
+            record.reply_text = completion.text
         headers = {PARSE_OUTCOME_HEADER: parsed.overall, "x-request-id": reply.id}
         if chat.stream:
             return _stream(reply, chat.include_usage, headers)
@@ -265,19 +268,13 @@ def build_reply(
 
 
 def _record_reply(
-    record: RequestRecord,
-    completion: Completion,
-    parsed: ParseResult,
-    reply: Reply,
-    chat: ChatRequest,
+    record: RequestRecord, completion: Completion, parsed: ParseResult, reply: Reply
 ) -> None:
     usage = completion.usage
     record.eit, record.cached_tokens = usage.input_tokens, usage.cached_tokens
     record.output_tokens, record.usage_source = usage.output_tokens, usage.source
     record.parse_outcome, record.finish_reason = parsed.overall, reply.finish_reason
     record.tool_calls = [LoggedCall(name=c.name, arguments=c.arguments) for c in reply.tool_calls]
-    record.request_messages = [message.model_dump(mode="json") for message in chat.messages]
-    record.reply_text = completion.text
 
 
 def _stream(reply: Reply, include_usage: bool, headers: dict[str, str]) -> StreamingResponse:

@@ -91,9 +91,7 @@ class OpenClawInstall(BaseModel):
     def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) with the installed Node first on
         PATH, so OpenClaw and everything it spawns run on it."""
-        env = dict(os.environ if base is None else base)
-        env["PATH"] = os.pathsep.join(filter(None, [str(self.node_bin_dir), env.get("PATH")]))
-        return env
+        return with_on_path(self.node_bin_dir, base)
 
     def command(self, *args: str) -> list[str]:
         """The argv that runs ``openclaw ARGS`` on the installed Node."""
@@ -242,30 +240,19 @@ def _install_fresh(
     npm: str, base: Path, version: str, node_version: str, registry: str | None
 ) -> OpenClawInstall:
     started = time.perf_counter()
-    partial = Path(tempfile.mkdtemp(prefix=f".partial-{version}-", dir=base))
+    try:
+        partial = Path(tempfile.mkdtemp(prefix=f".partial-{version}-", dir=base))
+    except OSError as exc:
+        raise InstallError(f"cannot create a folder in {base}: {exc.strerror}") from exc
     try:
         partial.chmod(0o755)  # mkdtemp makes it private; the install is a normal cache folder
-        node_prefix, openclaw_prefix = partial / "node", partial / "openclaw"
         runner = _NpmRunner(npm, registry, base / FAILED_LOG)
-        log.info("openclaw.install_node", version=node_version)
-        runner.install(node_prefix, "node", node_version, env=dict(os.environ))
-        node_env = _with_node_first(node_bin_dir(node_prefix))
-        installed_node = _node_version(node_bin_dir(node_prefix) / "node", node_env)
-        log.info("openclaw.install_openclaw", version=version, node=installed_node)
-        runner.install(openclaw_prefix, "openclaw", version, env=node_env)
-        _smoke_test(node_bin_dir(node_prefix) / "node", openclaw_entry(openclaw_prefix), version)
-        final = base / version
-        install = OpenClawInstall(
-            version=version,
-            node_version=installed_node,
-            registry=runner.registry(node_env),
-            installed_at=datetime.now(UTC),
-            install_seconds=round(time.perf_counter() - started, 1),
-            size_bytes=_tree_size(partial),
-            path=final,
+        install = _build(partial, base / version, runner, version, node_version)
+        install = install.model_copy(
+            update={"install_seconds": round(time.perf_counter() - started, 1)}
         )
         _write_manifest(partial, install)
-        _move_into_place(partial, final)
+        _move_into_place(partial, install.path)
     except OSError as exc:
         shutil.rmtree(partial, ignore_errors=True)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -278,8 +265,33 @@ def _install_fresh(
     return install
 
 
-def _with_node_first(bin_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
+def _build(
+    partial: Path, final: Path, runner: _NpmRunner, version: str, node_version: str
+) -> OpenClawInstall:
+    """Node, then OpenClaw on that Node, into ``partial``; checked with ``--version``."""
+    node_prefix, openclaw_prefix = partial / "node", partial / "openclaw"
+    log.info("openclaw.install_node", version=node_version)
+    runner.install(node_prefix, "node", node_version, env=dict(os.environ))
+    node = node_bin_dir(node_prefix) / "node"
+    node_env = with_on_path(node.parent)
+    installed_node = _node_version(node, node_env)
+    log.info("openclaw.install_openclaw", version=version, node=installed_node)
+    runner.install(openclaw_prefix, "openclaw", version, env=node_env)
+    _smoke_test(node, openclaw_entry(openclaw_prefix), version)
+    return OpenClawInstall(
+        version=version,
+        node_version=installed_node,
+        registry=runner.registry(node_env),
+        installed_at=datetime.now(UTC),
+        install_seconds=0.0,
+        size_bytes=_tree_size(partial),
+        path=final,
+    )
+
+
+def with_on_path(bin_dir: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with ``bin_dir`` first on PATH."""
+    env = dict(os.environ if base is None else base)
     env["PATH"] = os.pathsep.join(filter(None, [str(bin_dir), env.get("PATH")]))
     return env
 
@@ -406,7 +418,7 @@ def _smoke_test(node: Path, entry: Path, version: str) -> None:
     if not entry.is_file():
         raise InstallError(f"the openclaw package has no entry point {entry}; is {version} valid?")
     output = _run_checked(
-        [str(node), str(entry), "--version"], _with_node_first(node.parent), "openclaw --version"
+        [str(node), str(entry), "--version"], with_on_path(node.parent), "openclaw --version"
     )
     if version not in output:
         raise InstallError(f"openclaw --version printed {output.strip()[:200]!r}, not {version}")
