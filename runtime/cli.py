@@ -24,11 +24,13 @@ app = typer.Typer(
 
 COMMAND_MODULES: tuple[str, ...] = (
     "runtime.chat_cli",
+    "runtime.serve.cli",
     "runtime.parsers.cli",
     "memory_server.cli",
     "compaction.cli",
     "harness.packs.cli",
     "harness.cli",
+    "harness.agents.cli",
 )
 
 
