@@ -295,10 +295,12 @@ def _source_key(record: ProbeRecord) -> str:
 def _retention(
     d0: dict[tuple[str, int], ProbeRecord], deep: dict[tuple[str, int], ProbeRecord], ran: bool
 ) -> list[RetentionRun]:
+    correct_by_run: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for key, record in d0.items():
+        correct_by_run[key[1]] += [key] if _grounded(record) else []
     runs = []
-    for repeat in sorted({key[1] for key in d0}):
-        correct = [k for k, r in d0.items() if k[1] == repeat and _grounded(r)]
-        kept = [k for k in correct if _grounded(deep.get(k))]
+    for repeat, correct in sorted(correct_by_run.items()):
+        kept = [key for key in correct if _grounded(deep.get(key))]
         ret = 100.0 * len(kept) / len(correct) if correct and ran else None
         runs.append(RetentionRun(repeat=repeat, d0_correct=len(correct), kept=len(kept), Ret=ret))
     return runs

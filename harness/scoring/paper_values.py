@@ -148,6 +148,11 @@ CJK_SCALES: dict[str, float] = {"万": 1e4, "亿": 1e8}
 ENGLISH_SCALES: dict[str, float] = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _TRIM = r"^\s+|\s+$"
 
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
 TEXT_RULES: tuple[TextRule, ...] = (
     TextRule("trim", "remove surrounding whitespace", _sub(_TRIM, "")),
     TextRule("unquote", "remove surrounding ' and \" characters", _sub(r"^['\"]+|['\"]+$", "")),
@@ -170,8 +175,7 @@ TEXT_RULES: tuple[TextRule, ...] = (
         _sub(r"\s*\([\d,.\s]*,[\d,.\s]*(steps|步|thousand|million|billion|[kKmMbB])?\)", ""),
     ),
     TextRule("open-parentheses", "other parentheses become spaces", _sub(r"[()]", " ")),
-    TextRule("collapse-spaces-2", "collapse whitespace again and trim", _sub(r"\s+", " ")),
-    TextRule("trim-2", "", _sub(_TRIM, "")),
+    TextRule("tidy-after-parentheses", "collapse whitespace and trim", _tidy),
     TextRule(
         "drop-preamble",
         "remove a leading 'award for' or 'badge:'",
@@ -182,8 +186,7 @@ TEXT_RULES: tuple[TextRule, ...] = (
         "expand 万 (10^4) and 亿 (10^8) after a number: 200万 -> 2000000",
         _scale(r"([\d,.]+)(" + "|".join(CJK_SCALES) + r")", CJK_SCALES, suffix=" "),
     ),
-    TextRule("collapse-spaces-3", "collapse whitespace again and trim", _sub(r"\s+", " ")),
-    TextRule("trim-3", "", _sub(_TRIM, "")),
+    TextRule("tidy-after-cjk", "collapse whitespace and trim", _tidy),
     TextRule(
         "english-scale",
         "expand thousand/million/billion after a number and a space: 2 million -> 2000000",
