@@ -14,7 +14,7 @@ from harness.scoring.sources import (
     SourceResolver,
     canonical_source,
 )
-from harness.scoring.values import ANSWER_TYPES, AnswerType, value_matches
+from harness.scoring.values import ANSWER_TYPES, AnswerType
 
 __all__ = [
     "ANSWER_TYPES",
@@ -32,5 +32,4 @@ __all__ = [
     "get_profile",
     "score_outcome",
     "score_reply",
-    "value_matches",
 ]
