@@ -221,7 +221,7 @@ def group_records(records: Iterable[ProbeRecord], roles: StateRoles) -> Grouped:
     return {s: {c: grouped[s][c] for c in sorted(grouped[s])} for s in (*known, *extra)}
 
 
-def by_run(records: Iterable[ProbeRecord]) -> dict[int, list[ProbeRecord]]:
+def _by_run(records: Iterable[ProbeRecord]) -> dict[int, list[ProbeRecord]]:
     """Records grouped by run (repeat index), in run order."""
     runs: dict[int, list[ProbeRecord]] = defaultdict(list)
     for record in records:
@@ -258,11 +258,7 @@ def _run_detail(repeat: int, counts: Counts) -> RunDetail:
     )
 
 
-def _cell_detail(runs: dict[int, Counts], summary: CellSummary) -> CellDetail:
-    pooled = Counts()
-    for counts in runs.values():
-        for name, value in vars(counts).items():
-            setattr(pooled, name, getattr(pooled, name) + value)
+def _cell_detail(runs: dict[int, Counts], pooled: Counts, summary: CellSummary) -> CellDetail:
     r_tool = summary.R_tool
     return CellDetail(
         parsed=pooled.parsed,
@@ -394,10 +390,11 @@ def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -
     cells: dict[str, dict[str, CellDetail]] = {}
     for state, conds in grouped.items():
         for condition, cell_records in conds.items():
-            runs = {repeat: count(rs) for repeat, rs in by_run(cell_records).items()}
+            runs = {repeat: count(rs) for repeat, rs in _by_run(cell_records).items()}
             summary = _cell_summary(runs)
             states.setdefault(state, {})[condition] = summary
-            cells.setdefault(state, {})[condition] = _cell_detail(runs, summary)
+            detail = _cell_detail(runs, count(cell_records), summary)
+            cells.setdefault(state, {})[condition] = detail
     conditions = sorted({c for conds in grouped.values() for c in conds})
     cross = {c: _cross_state(grouped, c, roles) for c in conditions}
     diagnostics = {c: _diagnostics(states, cross[c], c, roles) for c in conditions}
