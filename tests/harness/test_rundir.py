@@ -37,9 +37,9 @@ def test_runs_from_before_links_use_the_sibling_workspace(tmp_path: Path) -> Non
 
 def test_explicit_and_missing_workspaces(tmp_path: Path) -> None:
     assert find_workspace(tmp_path, explicit=tmp_path) == tmp_path
-    with pytest.raises(WorkspaceNotFoundError, match="--workspace .* is not a directory"):
+    with pytest.raises(WorkspaceNotFoundError, match=r"--workspace .* is not a directory"):
         find_workspace(tmp_path, explicit=tmp_path / "nope")
-    with pytest.raises(WorkspaceNotFoundError, match="no workspace found .* pass --workspace W"):
+    with pytest.raises(WorkspaceNotFoundError, match=r"no workspace found .* pass --workspace W"):
         find_workspace(tmp_path)
 
 
