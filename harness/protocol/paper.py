@@ -7,12 +7,12 @@ It reproduces ``parse_and_score`` of prisma-research/MIRAGE (``harness/run_unifi
 - ANSWERABLE is YES or NO; SOURCE is the first whitespace-free token after ``=``; ANSWER is the
   rest of its line;
 - when a field is missing, a reply that is exactly one JSON object (after removing every
-  `````` / ```````json`` fence) is read instead: the keys ``ANSWERABLE``, ``SOURCE``,
+  code fence, optionally tagged json) is read instead: the keys ``ANSWERABLE``, ``SOURCE``,
   ``ANSWER`` in upper case, a missing SOURCE or ANSWER reading as NONE;
 - anything else is a parse failure.
 
 Where the released code misreads a reply this parser departs, each departure documented in
-docs/metrics.md ("paper departures"): P1 ANSWERABLE must be the whole word YES/NO (the released
+docs/metrics.md ("Where paper departs from the released scorer"): P1 ANSWERABLE must be the whole word YES/NO (the released
 prefix match reads "NOT SURE" as NO); P2 a value starts on its own field's line (the released
 pattern lets an empty ``SOURCE=`` line read the next line, e.g. ``ANSWER=42``, as the source);
 P3 markdown emphasis and backticks around the ANSWER value are removed; P4 NONE wrapped in
