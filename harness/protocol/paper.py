@@ -12,11 +12,12 @@ It reproduces ``parse_and_score`` of prisma-research/MIRAGE (``harness/run_unifi
 - anything else is a parse failure.
 
 Where the released code misreads a reply this parser departs, each departure documented in
-docs/metrics.md ("Where paper departs from the released scorer"): P1 ANSWERABLE must be the whole word YES/NO (the released
-prefix match reads "NOT SURE" as NO); P2 a value starts on its own field's line (the released
-pattern lets an empty ``SOURCE=`` line read the next line, e.g. ``ANSWER=42``, as the source);
-P3 markdown emphasis and backticks around the ANSWER value are removed; P4 NONE wrapped in
-brackets or followed by a full stop is NONE; P5 ``<think>`` blocks are dropped first.
+docs/metrics.md ("Where paper departs from the released scorer"): P1 ANSWERABLE must be the
+whole word YES/NO (the released prefix match reads "NOT SURE" as NO); P2 a value starts on its
+own field's line (the released pattern lets an empty ``SOURCE=`` line read the next line, e.g.
+``ANSWER=42``, as the source); P3 markdown emphasis and backticks around the ANSWER value are
+removed; P4 NONE wrapped in brackets or followed by a full stop is NONE; P5 ``<think>`` blocks
+are dropped first.
 """
 
 from __future__ import annotations
