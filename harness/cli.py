@@ -105,8 +105,13 @@ def report(
     profile = _profile(scoring)
     records = _read(directory)
     note = None
-    if any(record.scoring != profile.name for record in records):
-        records = _rescored(directory, records, profile, workspace)
+    recorded = sorted({record.scoring for record in records})
+    if recorded != [profile.name]:
+        try:
+            records = _rescored(directory, records, profile, workspace)
+        except typer.BadParameter as exc:
+            hint = f"; or report them as scored: --scoring {recorded[0]}" if recorded else ""
+            raise typer.BadParameter(f"{exc.message}{hint}") from exc
         note = (
             f"results.jsonl holds records of another scoring profile; this report rescored "
             f"them in memory under {profile.name} (mirage rescore DIR --scoring "

@@ -207,3 +207,17 @@ def test_cli_rescore_and_report_under_lenient(run_dir: Path) -> None:
 def test_cli_rejects_an_unknown_profile(run_dir: Path) -> None:
     result = CliRunner().invoke(_app(), ["report", str(run_dir), "--scoring", "strict"])
     assert result.exit_code != 0 and "unknown scoring profile 'strict'" in result.output
+
+
+def test_cli_report_of_old_lenient_records_without_a_workspace_says_what_to_do(
+    tmp_path: Path,
+) -> None:
+    _write_results(tmp_path)
+    workspace = _workspace(tmp_path.parent / f"{tmp_path.name}-workspace")
+    rescore = ["rescore", str(tmp_path), "--scoring", "lenient", "-w", str(workspace)]
+    assert CliRunner().invoke(_app(), rescore).exit_code == 0
+    result = CliRunner().invoke(_app(), ["report", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "no workspace found" in result.output and "--scoring lenient" in result.output
+    as_scored = CliRunner().invoke(_app(), ["report", str(tmp_path), "--scoring", "lenient"])
+    assert as_scored.exit_code == 0
