@@ -24,7 +24,7 @@ from harness.agents import BuiltinAgent
 from harness.checkpoints import TrunkConfig, write_checkpoint
 from harness.probes import plan_probes, run_probes
 from harness.records import ResultsLog
-from harness.scoring import Gold, KnownIdResolver
+from harness.scoring import Gold, KnownIdResolver, get_profile
 from runtime.backbones.base import Completion
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import resolve_profile
@@ -85,7 +85,8 @@ async def bench(probes: int, folder: Path, memory_url: object) -> dict[str, floa
         last = now
 
     with ResultsLog(folder / f"results-{memory_url is not None}.jsonl") as results:
-        await run_probes(agent, tasks, results, KnownIdResolver(["chart_00000001"]), on_done=tick)
+        resolver = KnownIdResolver(["chart_00000001"])
+        await run_probes(agent, tasks, results, resolver, get_profile(), on_done=tick)
     samples.sort()
     return {
         "history_tokens": session.history_tokens,

@@ -25,14 +25,33 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
-from harness.protocol import Condition, ParsedResponse
-from harness.scoring import Gold, Indicator, ProbeScore, SourceResolver, score_reply
+from harness.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
+from harness.scoring import (
+    Gold,
+    Indicator,
+    ProbeScore,
+    ScoringProfile,
+    SourceResolver,
+    get_profile,
+    score_reply,
+)
 
 log = structlog.get_logger(__name__)
 
 RESULTS_FILE = "results.jsonl"
+# 1: no scoring profile recorded (scored by what is now ``lenient``); 2: ``scoring`` and
+# ``prompt_template`` recorded with every record.
+SCHEMA_VERSION = 2
+STORED = "stored"  # validation context flag: the data comes from a results file
 RETRIEVAL_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get"})
 RetrievalPath = Literal["R_context", "R_tool"]
 _ANSWERABLE_ONLY = ("SC", "VC", "GC", "WS")
@@ -66,6 +85,9 @@ class ProbeRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
+    scoring: ProfileName = DEFAULT_PROFILE
+    prompt_template: str | None = None
     state: str = Field(min_length=1)
     condition: Condition
     question_id: str = Field(min_length=1)
@@ -99,6 +121,21 @@ class ProbeRecord(BaseModel):
         """A recorded probe call that enters the metrics (provider errors do not)."""
         return self.provider_error is None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any, info: ValidationInfo) -> Any:
+        """A stored version-1 line (no ``schema_version``) was scored by the rules now called
+        lenient; records built in code without a version are the current version."""
+        stored = bool(info.context and info.context.get(STORED))
+        if stored and isinstance(data, dict) and "schema_version" not in data:
+            return {**data, "schema_version": 1, "scoring": data.get("scoring", "lenient")}
+        return data
+
+    @classmethod
+    def from_line(cls, line: str | bytes) -> ProbeRecord:
+        """A record as stored in ``results.jsonl`` (older schema versions migrated)."""
+        return cls.model_validate_json(line, context={STORED: True})
+
     @model_validator(mode="after")
     def _indicators_consistent(self) -> ProbeRecord:
         if self.gold is not None and self.gold.answerable != self.gold_answerable:
@@ -123,6 +160,8 @@ def retrieval_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
 
 def _score_fields(score: ProbeScore) -> dict[str, Any]:
     return {
+        "schema_version": SCHEMA_VERSION,
+        "scoring": score.scoring,
         "parsed": score.outcome.parsed,
         "pf": score.outcome.pf,
         "pf_reason": score.outcome.pf_reason,
@@ -136,11 +175,13 @@ def build_record(
     raw_output: str | None,
     gold: Gold,
     resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
     **extra: Any,
 ) -> ProbeRecord:
-    """Score ``raw_output`` against ``gold`` and assemble the record for ``key``."""
+    """Score ``raw_output`` against ``gold`` under ``profile`` and assemble the record for
+    ``key`` (``extra`` fields such as ``prompt_template`` and ``tool_calls`` are kept)."""
     tool_calls = [ToolCallRecord.model_validate(c) for c in extra.pop("tool_calls", [])]
-    fields = _score_fields(score_reply(raw_output, gold, resolver))
+    fields = _score_fields(score_reply(raw_output, gold, resolver, profile))
     return ProbeRecord(
         **key._asdict(),
         gold_answerable=gold.answerable,
@@ -153,20 +194,37 @@ def build_record(
     )
 
 
-def provider_error_record(key: RecordKey, gold: Gold, error: str, **extra: Any) -> ProbeRecord:
+def provider_error_record(
+    key: RecordKey,
+    gold: Gold,
+    error: str,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+    **extra: Any,
+) -> ProbeRecord:
     """The record of a probe whose backbone call failed after bounded retries (not a PF)."""
     return ProbeRecord(
-        **key._asdict(), gold_answerable=gold.answerable, gold=gold, provider_error=error, **extra
+        **key._asdict(),
+        gold_answerable=gold.answerable,
+        gold=gold,
+        provider_error=error,
+        scoring=get_profile(profile).name,
+        **extra,
     )
 
 
-def rescore_record(record: ProbeRecord, resolver: SourceResolver | None) -> ProbeRecord:
-    """The same record with its indicators recomputed from ``raw_output`` by the current scorer."""
+def rescore_record(
+    record: ProbeRecord,
+    resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+) -> ProbeRecord:
+    """The same record with its indicators recomputed from ``raw_output`` under ``profile``
+    (the record then carries the current schema version and that profile's name)."""
     if record.provider_error is not None:
-        return record
+        scoring = get_profile(profile).name
+        return record.model_copy(update={"schema_version": SCHEMA_VERSION, "scoring": scoring})
     if record.gold is None:
         raise ValueError(f"record {tuple(record.key)} has no gold annotation; cannot rescore")
-    fields = _score_fields(score_reply(record.raw_output, record.gold, resolver))
+    fields = _score_fields(score_reply(record.raw_output, record.gold, resolver, profile))
     return record.model_copy(update=fields)
 
 
@@ -182,7 +240,7 @@ class _Scan(NamedTuple):
 
 def _parse_line(line: bytes, number: int, path: Path) -> ProbeRecord:
     try:
-        return ProbeRecord.model_validate_json(line)
+        return ProbeRecord.from_line(line)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -31,8 +31,9 @@ from harness.checkpoints import (
     load_family,
     mark_family_complete,
 )
-from harness.protocol import CONDITIONS, Condition
-from harness.scoring import Gold
+from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.rundir import RUN_CONFIG
+from harness.scoring import Gold, ScoringProfile, get_profile
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +68,10 @@ class RunConfig(BaseModel):
     trunk_model: str = DEFAULT_MODEL
     summarizer_model: str | None = None
     profile: str = "scaled"
+    scoring: ProfileName = Field(
+        default=DEFAULT_PROFILE,
+        description="Probe wording and scoring rules: paper (the released scorer) or lenient",
+    )
     conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
     repeats: int = Field(default=1, ge=1)
     limit: int | None = Field(default=None, ge=2)
@@ -135,6 +140,10 @@ class RunConfig(BaseModel):
         if self.summarizer_model:
             return self.summarizer_model
         return DEFAULT_MODEL if self.trunk_model == "scripted" else self.trunk_model
+
+
+class ResumeError(ValueError):
+    """An existing output folder cannot be resumed with this configuration."""
 
 
 def model_slug(model: str) -> str:
@@ -377,11 +386,35 @@ class MirageRun:
         chosen = select_questions(list(self.pack.questions), self.config.limit)
         return [(q.id, q.question, Gold.from_question(q)) for q in chosen]
 
+    @property
+    def scoring(self) -> ScoringProfile:
+        return get_profile(self.config.scoring)
+
     def resolver(self) -> Any:
-        from harness.scoring import ChainResolver, KnownIdResolver
         from memory_server.workspace import Workspace
 
-        return ChainResolver(Workspace.open(self.workspace), KnownIdResolver(self.pack.artifacts))
+        return self.scoring.source_resolver(Workspace.open(self.workspace))
+
+    def result_dirs(self) -> list[Path]:
+        """The per-answerer result folders this run writes."""
+        if self.config.agent is not None:
+            return [self.out / model_slug(self.config.agent_model or self.config.agent)]
+        return [self.out / model_slug(model) for model in self.config.models]
+
+    def check_resumable(self) -> None:
+        """Refuse to resume result folders scored under another profile (their prompts differ
+        too, so the records would not be comparable)."""
+        from harness.records import RESULTS_FILE, read_records
+
+        for folder in self.result_dirs():
+            if not (folder / RESULTS_FILE).is_file():
+                continue
+            other = sorted({r.scoring for r in read_records(folder)} - {self.config.scoring})
+            if other:
+                raise ResumeError(
+                    f"{folder / RESULTS_FILE} holds records of scoring profile "
+                    f"{', '.join(other)}; resume with --scoring {other[0]} or use a new --out"
+                )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
@@ -417,8 +450,7 @@ class MirageRun:
 
     async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         assert self.config.agent is not None
-        name = self.config.agent_model or self.config.agent
-        model_dir = self.out / model_slug(name)
+        (model_dir,) = self.result_dirs()
         agent = self.external_agent(model_dir / "calls.jsonl")
         try:
             return await self.probe_agent(agent, model_dir, checkpoints, index)
@@ -431,10 +463,12 @@ class MirageRun:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
         from harness.probes import plan_probes, run_probes
         from harness.records import ResultsLog
+        from harness.rundir import write_workspace_link
 
         questions = self.questions()
         resolver = self.resolver()
         model_dir.mkdir(parents=True, exist_ok=True)
+        write_workspace_link(model_dir, self.workspace)
         with (
             ResultsLog(model_dir / "results.jsonl") as results,
             memory_endpoint(
@@ -460,6 +494,7 @@ class MirageRun:
                     tasks,
                     results,
                     resolver,
+                    self.scoring,
                     concurrency=self.config.concurrency,
                     on_done=self._probe_progress(agent.name, state, len(tasks)),
                 )
@@ -480,8 +515,9 @@ class MirageRun:
     async def _stages(self) -> list[Path]:
         from harness.report import write_report
 
+        self.check_resumable()
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "run.json").write_text(self.config.model_dump_json(indent=2))
+        (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()
         try:
             checkpoints = await self.checkpoints(index)

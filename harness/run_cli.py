@@ -34,6 +34,13 @@ def run(
         str | None, typer.Option(help="Compaction summarizer model (default: the trunk model)")
     ] = None,
     profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = "scaled",
+    scoring: Annotated[
+        str,
+        typer.Option(
+            help="Probe wording and scoring rules: paper (the authors' released scorer) or "
+            "lenient (tolerant; docs/metrics.md)"
+        ),
+    ] = "paper",
     conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = "C0,Cm",
     repeats: Annotated[int, typer.Option(min=1, help="Independent repeats per probe")] = 1,
     limit: Annotated[
@@ -109,6 +116,7 @@ def run(
         trunk_model=trunk_model,
         summarizer_model=summarizer,
         profile=profile,
+        scoring=scoring,
         conditions=_conditions(conditions),
         repeats=repeats,
         limit=limit or None,
@@ -138,7 +146,7 @@ def run(
         folders = _execute(config, progress)
     for folder in folders:
         files = write_report(folder)
-        typer.echo(f"\n## {folder.name}\n")
+        typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
         typer.echo(table1(files.aggregate))
         if agent is not None:
             from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
@@ -162,11 +170,11 @@ def _config(**fields: Any) -> RunConfig:
 
 def _execute(config: RunConfig, progress: Any) -> list[Path]:
     from harness.attribution import AttributionError
-    from harness.run import MirageRun, RunInputError
+    from harness.run import MirageRun, ResumeError, RunInputError
 
     try:
         return list(asyncio.run(MirageRun(config, progress).execute()))
-    except (AttributionError, RunInputError) as exc:
+    except (AttributionError, ResumeError, RunInputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
 

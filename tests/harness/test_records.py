@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from harness.records import (
+    SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
     ResultsLog,
@@ -262,3 +264,35 @@ def test_retrieval_path_needs_an_executed_retrieval_call() -> None:
         RecordKey("S2", "Cm", "q1", 0), REPLY, GOLD, RESOLVER, tool_calls=[recall.model_dump()]
     )
     assert record.path == "R_tool" and record.tool_calls[0].name == "artifact_recall"
+
+
+def test_version_1_lines_load_as_lenient_and_rescore_to_the_current_schema(tmp_path: Path) -> None:
+    """results.jsonl written before scoring profiles existed (no schema_version) still loads:
+    those records were scored by the rules now called lenient, and rescoring brings them to the
+    current schema under the chosen profile."""
+    old = _record(0).model_dump(
+        mode="json", exclude={"schema_version", "scoring", "prompt_template"}
+    )
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = read_records(path)
+    assert (loaded.schema_version, loaded.scoring, loaded.prompt_template) == (1, "lenient", None)
+    assert loaded.GC == 1
+    fresh = rescore_record(loaded, RESOLVER, "paper")
+    assert (fresh.schema_version, fresh.scoring) == (SCHEMA_VERSION, "paper")
+    rewrite_records(path, [fresh])
+    assert read_records(path)[0].schema_version == SCHEMA_VERSION
+
+
+def test_records_built_in_code_are_current() -> None:
+    key = RecordKey("S2", "Cm", "q1", 0)
+    record = provider_error_record(key, GOLD, "timeout", "lenient", prompt_template="{question}")
+    assert (record.schema_version, record.scoring) == (SCHEMA_VERSION, "lenient")
+    assert _record(1).schema_version == SCHEMA_VERSION and _record(1).scoring == "paper"
+
+
+def test_a_newer_schema_is_refused_with_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(_record(0).model_copy(update={"schema_version": 99}).model_dump_json() + "\n")
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:1: invalid probe record"):
+        read_records(path)
