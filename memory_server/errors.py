@@ -30,3 +30,8 @@ class UnknownVersionError(MemoryServerError, LookupError):
 
 class ManifestError(MemoryServerError, ValueError):
     """``MANIFEST.yaml`` exists but does not follow the documented format."""
+
+
+class CorruptStateError(MemoryServerError, OSError):
+    """A file under ``.mirage/`` does not hold what its name promises (a stored copy whose hash
+    does not match, a version file that does not parse): refused, never served."""
