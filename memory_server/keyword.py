@@ -1,6 +1,6 @@
 """The keyword side of hybrid retrieval, and the record of what is indexed: SQLite FTS5 (BM25).
 
-Above: the hybrid index. Below: ``<workspace>/.mirage/index/keyword.sqlite`` with three tables:
+Above: the hybrid index. Below: ``keyword.sqlite`` of one index generation, three tables:
 ``units`` (one row per indexed file or artifact card, keyed by a key that changes whenever the
 content or its artifact context changes), ``chunks`` (text, path, line range) and the FTS5
 table over chunk headers and texts. Exact ids and numbers are found because FTS5 matches
@@ -176,12 +176,6 @@ class KeywordStore:
                 self._db.execute("DELETE FROM chunks WHERE unit_key = ?", (unit_key,))
                 self._db.execute("DELETE FROM units WHERE unit_key = ?", (unit_key,))
         return removed
-
-    def clear(self) -> None:
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM units")
-            self._db.execute("DELETE FROM chunks")
-            self._db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
 
     def search(self, query: str, limit: int, unit_keys: Sequence[str] | None) -> list[str]:
         """Chunk ids ranked by BM25 (headers weigh half as much as text)."""
