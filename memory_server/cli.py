@@ -297,12 +297,12 @@ def serve_command(
         raise _fail(str(exc)) from exc
     import threading
 
+    import structlog
+
     from memory_server.server import service_of
 
     if log_file is not None:
         _stderr_to_file(log_file)
-    import structlog
-
     structlog.get_logger(__name__).info(
         "memory.serving", workspace=str(workspace), transport=http or "stdio", version=version
     )

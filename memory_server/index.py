@@ -387,7 +387,7 @@ class HybridIndex:
             known = view.keyword.unit_keys()
         pending = [units[key] for key in sorted(units) if key not in known]
         self._add_units(pending, version, report, timeout)
-        if version is None:
+        if version is None and not known <= units.keys():
             self._drop_stale(set(units), report, timeout)
         if collect_garbage:
             with self._lock(timeout):
@@ -491,7 +491,7 @@ class HybridIndex:
     def _store(self, view: StoreView, part: list[PreparedUnit], report: SyncReport) -> None:
         """Store prepared units the view does not hold yet (another writer may have stored
         them meanwhile)."""
-        known = view.keyword.unit_keys()
+        known = view.keyword.known_units([item.unit.key for item in part])
         collection = self._collection(view)
         for item in part:
             if item.unit.key in known:
@@ -532,13 +532,12 @@ class HybridIndex:
 
     def _drop_stale(self, live: set[str], report: SyncReport, timeout: float) -> None:
         """Remove units that neither the working tree nor any snapshot has."""
-        with self._using() as view:
-            indexed = view.keyword.unit_keys()
-        if indexed <= live:
-            return
         snapshots = self._snapshot_keys()
-        if snapshots is None or indexed <= live | snapshots:
+        if snapshots is None:
             return
+        with self._using() as view:
+            if view.keyword.unit_keys() <= live | snapshots:
+                return
         with self._writing(timeout) as view:
             stale = view.keyword.unit_keys() - live - snapshots
             collection = self._collection(view)

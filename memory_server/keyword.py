@@ -126,6 +126,20 @@ class KeywordStore:
         with self._lock:
             return {row[0] for row in self._db.execute("SELECT unit_key FROM units")}
 
+    def known_units(self, unit_keys: Sequence[str]) -> set[str]:
+        """Which of ``unit_keys`` are indexed (cost proportional to the question, not to the
+        index)."""
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(unit_keys), 500):
+                batch = list(unit_keys[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    f"SELECT unit_key FROM units WHERE unit_key IN ({marks})", batch
+                )
+                found.update(row[0] for row in rows)
+        return found
+
     def chunk_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])

@@ -49,9 +49,9 @@ def _memory(*args: str) -> list[str]:
     return [sys.executable, "-m", "memory_server", *args]
 
 
-def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _run(command: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        _memory(*args), capture_output=True, text=True, env=_env(), timeout=timeout, check=False
+        command, input=stdin, capture_output=True, text=True, env=_env(), timeout=900, check=False
     )
 
 
@@ -80,7 +80,7 @@ def test_second_writer_names_the_holder_then_takes_over_after_kill_9(tmp_path: P
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
-        refused = _run("index", str(root), "--lock-timeout", "1")
+        refused = _run(_memory("index", str(root), "--lock-timeout", "1"))
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
@@ -92,7 +92,7 @@ def test_second_writer_names_the_holder_then_takes_over_after_kill_9(tmp_path: P
     left = read_holder(_lock_file(root))
     assert left is not None and left.pid == holder.pid  # the killed holder never released it
 
-    taken = _run("index", str(root), "--lock-timeout", "5")
+    taken = _run(_memory("index", str(root), "--lock-timeout", "5"))
     assert taken.returncode == 0, taken.stderr
     assert "index.writer_lock_recovered" in taken.stderr and f"pid {holder.pid}" in taken.stderr
     assert "+9 units" in taken.stdout
@@ -103,9 +103,11 @@ def test_second_writer_names_the_holder_then_takes_over_after_kill_9(tmp_path: P
 def test_concurrent_writers_leave_one_consistent_index(tmp_path: Path) -> None:
     root = _bigger_workspace(tmp_path / "ws", 200)
     held_back = tmp_path / "held-back"
-    assert _run("index", str(root)).returncode == 0  # every text embedded once, in the cache
+    # Index everything once (every text lands in the embedding cache), then without notes/:
+    # the writers below then add those units back and rebuild, all without the model.
+    assert _run(_memory("index", str(root))).returncode == 0
     (root / "notes").rename(held_back)
-    assert _run("index", str(root)).returncode == 0  # those units leave the index
+    assert _run(_memory("index", str(root))).returncode == 0
     held_back.rename(root / "notes")
     commands = [["index", str(root)], ["index", "--rebuild", str(root)]] * 2
     writers = [
@@ -177,7 +179,7 @@ def _top_path(result: Any) -> str:
 @pytest.mark.slow
 async def test_server_keeps_answering_through_a_rebuild(tmp_path: Path) -> None:
     root = _bigger_workspace(tmp_path / "ws", 60)
-    assert _run("index", str(root)).returncode == 0
+    assert _run(_memory("index", str(root))).returncode == 0
     server = _HttpServer(root, tmp_path / "server.log")
     try:
         await server.ready()
@@ -208,7 +210,7 @@ async def test_server_keeps_answering_through_a_rebuild(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_two_servers_on_one_workspace_under_load(tmp_path: Path) -> None:
     root = _bigger_workspace(tmp_path / "ws", 40)
-    assert _run("index", str(root)).returncode == 0
+    assert _run(_memory("index", str(root))).returncode == 0
     servers = [_HttpServer(root, tmp_path / f"server-{n}.log") for n in range(2)]
     failures: list[str] = []
 
@@ -249,15 +251,7 @@ async def test_two_servers_on_one_workspace_under_load(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_client_config_is_printed_on_a_terminal_not_to_an_mcp_client(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
-    piped = subprocess.run(
-        _memory("serve", "--workspace", str(root)),
-        input="",
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=120,
-        check=False,
-    )
+    piped = _run(_memory("serve", "--workspace", str(root)))
     assert piped.returncode == 0, piped.stderr
     assert "mcpServers" not in piped.stderr
     controller, terminal = pty.openpty()
@@ -296,15 +290,7 @@ def test_chat_screen_shows_no_memory_server_output(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
     chat = [sys.executable, "-m", "runtime", "chat", "--workspace", str(root)]
     options = ["--max-output-tokens", "8"]
-    quiet = subprocess.run(
-        [*chat, *options],
-        input="Hello.\n/exit\n",
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )
+    quiet = _run([*chat, *options], stdin="Hello.\n/exit\n")
     assert quiet.returncode == 0, quiet.stderr
     screen = quiet.stdout + quiet.stderr
     assert "agent> " in screen and "[EIT " in screen
@@ -312,14 +298,9 @@ def test_chat_screen_shows_no_memory_server_output(tmp_path: Path) -> None:
     log_file = root / ".mirage" / "server.log"
     assert f"memory server log: {log_file}" in screen
     assert "memory.serving" in log_file.read_text()
-    verbose = subprocess.run(
+    verbose = _run(
         [sys.executable, "-m", "runtime", "-v", "chat", "--workspace", str(root), *options],
-        input="/exit\n",
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
+        stdin="/exit\n",
     )
     assert verbose.returncode == 0, verbose.stderr
     assert "memory.serving" in verbose.stderr and "mcpServers" not in verbose.stderr
