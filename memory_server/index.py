@@ -402,8 +402,9 @@ class HybridIndex:
         embedded again)."""
         timeout = self.config.lock_timeout_s
         units = self._units_of(self.workspace.refresh())
-        pointer = IndexPointer(generation=self._directory.new_generation())
-        view = self._open_view(pointer)
+        with self._lock(timeout):  # so that no writer collects it before it is open
+            pointer = IndexPointer(generation=self._directory.new_generation())
+            view = self._open_view(pointer)
         report = SyncReport()
         try:
             self._add_units(list(units.values()), None, report, timeout, private=view)
