@@ -33,7 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_server.chunking import CHUNKER_VERSION, PdfUnavailableError, chunk_text, extract_text
 from memory_server.embedding import Embedder, EmbeddingCache, embed_cached
-from memory_server.errors import CorruptStateError, InvalidInputError, UnknownReferenceError
+from memory_server.errors import (
+    CorruptStateError,
+    InvalidInputError,
+    UnknownReferenceError,
+    short_reason,
+)
 from memory_server.keyword import KeywordStore, StoredChunk
 from memory_server.manifest import ArtifactRecord, BuiltManifest, FileEntry
 from memory_server.stores import EMBEDDED_CLIENTS, IndexDirectory, IndexPointer, StoreView
@@ -616,7 +621,7 @@ class HybridIndex:
                 try:
                     return _query_ids(self._collection(view), vector, pool, allowed)
                 except _chroma_errors() as exc:
-                    log.warning("index.dense_reloading", error=_first_line(exc))
+                    log.warning("index.dense_reloading", error=short_reason(exc))
                     view.suspect = True
             with self._lock(SEARCH_LOCK_WAIT_S):
                 collection = self._collection(view, reopen=view.suspect)
@@ -628,7 +633,7 @@ class HybridIndex:
             log.info("index.dense_deferred", generation=view.generation)
         except _chroma_errors() as exc:
             view.suspect = True
-            log.warning("index.dense_unavailable", error=_first_line(exc))
+            log.warning("index.dense_unavailable", error=short_reason(exc))
         return []
 
     def _query_vector(self, query: str) -> np.ndarray:
@@ -713,11 +718,6 @@ def _chroma_errors() -> tuple[type[Exception], ...]:
     from chromadb.errors import ChromaError
 
     return (ChromaError,)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _http_client(url: str) -> Any:

@@ -25,7 +25,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, WithJsonSchema
 
-from memory_server.errors import MemoryServerError
+from memory_server.errors import MemoryServerError, short_reason
 from memory_server.index import HybridIndex, IndexConfig
 from memory_server.service import (
     MAX_K,
@@ -41,7 +41,6 @@ from runtime.messages import ToolSpec
 log = structlog.get_logger(__name__)
 
 SERVER_NAME = "mirage-memory"
-MAX_REASON_CHARS = 300
 TAG_HEADER = "x-mirage-tag"
 TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 
@@ -151,16 +150,9 @@ async def _in_thread(bindings: _Bindings, tool: str, call: Callable[[MemoryServi
     except MemoryServerError as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
-        reason = _short_reason(exc)
+        reason = short_reason(exc)
         log.error("memory.tool_failed", tool=tool, error=reason)
         raise ToolError(f"internal error in the memory server ({reason}); retry later") from exc
-
-
-def _short_reason(exc: BaseException) -> str:
-    """``Type: first line of the message``, cut to a few hundred characters."""
-    text = str(exc).strip().splitlines()
-    reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
 
 def _tool_functions(bindings: _Bindings) -> list[tuple[Callable[..., Any], str]]:
