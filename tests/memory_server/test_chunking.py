@@ -50,6 +50,19 @@ def test_csv_record_with_a_multiline_cell_cites_all_its_lines() -> None:
     assert _lines(text, 2, 3) == 'A,"first\nsecond"'
 
 
+@pytest.mark.parametrize("odd", ["\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"], ids=repr)
+@pytest.mark.parametrize("kind", ["markdown", "text", "code"])
+def test_chunk_lines_are_the_lines_artifact_get_counts(odd: str, kind: str) -> None:
+    text = f"# Notes\n\nfirst{odd}still the first line\nsecond line\n\n## Later\nthird\n"
+    chunks = chunk_text(text, kind)
+    assert chunks
+    for chunk in chunks:
+        cited = _lines(text, chunk.start_line, chunk.end_line)
+        assert chunk.text.strip() in cited
+    later = next(chunk for chunk in chunks if "third" in chunk.text)
+    assert _lines(text, later.end_line, later.end_line) == "third"
+
+
 def test_tsv_is_detected() -> None:
     chunks = chunk_text("name\tvalue\nalpha\t1\n", "csv")
     assert chunks[0].text == "name: alpha; value: 1"

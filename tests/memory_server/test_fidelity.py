@@ -21,7 +21,6 @@ from memory_server.workspace import Workspace
 from runtime.cli import app
 from tests.memory_server.conftest import write_workspace
 
-NOTE_DAY = "memory/2026-01-03.md"
 # Every character str.splitlines() breaks at besides "\n", and a Windows line end.
 ODD_BREAKS = ["\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\r\n"]
 
