@@ -195,7 +195,7 @@ def memory_binding(url: str, token: str | None) -> tuple[str, int]:
         raise ValueError(f"--memory-url must be http://HOST:PORT/mcp, got {url!r}")
     if parts.path not in ("", "/", MCP_PATH):
         raise ValueError(f"--memory-url path must be {MCP_PATH} (the server's endpoint): {url!r}")
-    check_binding(parts.hostname, token)
+    check_binding(parts.hostname, token, token_option="--memory-token")
     return parts.hostname, parts.port
 
 

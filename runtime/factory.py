@@ -15,12 +15,22 @@ WORKSPACE_HINT = (
 )
 
 
-def memory_server_stdio(workspace: Path, tag: str | None = None) -> MCPServerConfig:
-    """The bundled memory server as a stdio subprocess of this Python."""
+def memory_server_stdio(
+    workspace: Path, tag: str | None = None, log_file: Path | None = None
+) -> MCPServerConfig:
+    """The bundled memory server as a stdio subprocess of this Python; with ``log_file`` its
+    logs go there instead of this process's stderr (a chat screen shows no server logs)."""
     args = ["-m", "runtime", "memory", "serve", "--workspace", str(workspace)]
     if tag:
         args += ["--tag", tag]
+    if log_file is not None:
+        args += ["--log-file", str(log_file)]
     return MCPServerConfig(name="memory", command=sys.executable, args=args)
+
+
+def memory_server_log(workspace: Path) -> Path:
+    """Where a chat's memory-server child writes its logs."""
+    return workspace / ".mirage" / "server.log"
 
 
 def new_session(config: AgentConfig, backbone_window: int, workspace: Path | None) -> Session:
