@@ -13,11 +13,6 @@ cited line range is an exact slice of the file's text.
 
 from __future__ import annotations
 
-import re
-
-# Characters str.splitlines breaks at besides "\n" (a "\r" only when no "\n" follows it).
-_EXTRA_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-
 
 def split_lines(text: str) -> list[str]:
     """The lines of ``text``: split at ``"\\n"`` only; a final ``"\\n"`` ends the last line
@@ -28,10 +23,3 @@ def split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return lines
-
-
-def splitlines_compatible(text: str) -> str:
-    """``text`` with every break ``str.splitlines`` knows besides ``"\\n"`` (and ``"\\r\\n"``)
-    replaced by a space, so that code built on ``str.splitlines`` numbers lines exactly as
-    ``split_lines`` does."""
-    return _EXTRA_BREAKS.sub(" ", text)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from memory_server.lines import split_lines
 from memory_server.manifest import BuiltManifest
 
 _WRAPPERS = "\"'`[]<>()*{} \t\r\n"
@@ -175,7 +176,7 @@ def _add(layer: dict[str, set[str]], key: str, artifact_id: str) -> None:
 
 def _anchor_text(content: str, anchor: str) -> str | None:
     """The lines an anchor designates: a line range ``L3``/``L3-L7`` or a heading slug."""
-    lines = content.splitlines()
+    lines = split_lines(content)
     match = _LINE_ANCHOR.match(anchor.strip().lower())
     if match:
         start = int(match.group(1))

@@ -22,7 +22,6 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from memory_server.errors import InvalidInputError, UnknownReferenceError
-from memory_server.lines import splitlines_compatible
 from memory_server.manifest import (
     USER_MANIFEST_NAME,
     BuiltManifest,
@@ -170,7 +169,7 @@ class Workspace:
     def _read_note_text(self, path: str) -> str | None:
         """A note's text for the resolver, whose line anchors must count lines as citations do."""
         try:
-            return splitlines_compatible(self.read_bytes(path).decode("utf-8", errors="replace"))
+            return self.read_bytes(path).decode("utf-8", errors="replace")
         except (UnknownReferenceError, OSError):
             return None
 

@@ -294,5 +294,6 @@ def test_records_built_in_code_are_current() -> None:
 def test_a_newer_schema_is_refused_with_the_line(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(_record(0).model_copy(update={"schema_version": 99}).model_dump_json() + "\n")
-    with pytest.raises(ResultsLogError, match=r"results.jsonl:1: corrupt probe record \(schema_version"):
+    expected = r"results.jsonl:1: corrupt probe record \(schema_version"
+    with pytest.raises(ResultsLogError, match=expected):
         read_records(path)
