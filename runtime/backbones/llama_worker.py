@@ -131,6 +131,13 @@ def _model_params_override(**fields: Any) -> Iterator[None]:
     from llama_cpp import llama_cpp as low_level
 
     original = low_level.llama_model_default_params
+    known = {name for name, *_ in low_level.llama_model_params._fields_}
+    unknown = sorted(set(fields) - known)
+    if unknown:  # ctypes would keep them as plain attributes that never reach llama.cpp
+        raise RuntimeError(
+            f"this llama-cpp-python has no model parameter {', '.join(unknown)}; "
+            "install llama-cpp-python>=0.3.36"
+        )
 
     def overridden() -> Any:
         params = original()
