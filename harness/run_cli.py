@@ -276,12 +276,16 @@ def _config(**fields: Any) -> RunConfig:
 
 def _execute(run: Any) -> list[Path]:
     from harness.attribution import AttributionError
+    from runtime.backbones.base import ProviderError
 
     try:
         return list(asyncio.run(run.execute()))
     except AttributionError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
+    except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
+        typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
+        raise typer.Exit(code=1) from exc
 
 
 def register(app: typer.Typer) -> None:

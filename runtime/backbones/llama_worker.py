@@ -285,9 +285,12 @@ def serve_fd(fd: int) -> None:
 
 
 def serve(conn: Connection) -> None:
-    """The worker's main loop (runs in the child): the first message is the ``ModelSpec``."""
+    """The worker's main loop (runs in the child): the first message is the ``ModelSpec``;
+    it ends when the parent sends ``None`` or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    spec: ModelSpec = conn.recv()
+    spec: ModelSpec | None = _receive(conn)
+    if spec is None:
+        return
     import llama_cpp
 
     system_info = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
@@ -297,19 +300,22 @@ def serve(conn: Connection) -> None:
     except (RuntimeError, ValueError, OSError) as exc:
         conn.send(Failure("unknown", f"llama.cpp could not load {spec.path}: {exc}"))
         return
-    conn.send(report)
     runner = LlamaRunner(llama, spec.n_ctx)
     try:
-        while True:
-            try:
-                request = conn.recv()
-            except EOFError:
-                return
-            if request is None:
-                return
+        conn.send(report)
+        while (request := _receive(conn)) is not None:
             conn.send(runner.handle(request))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone (killed, say): nobody is left to answer
     finally:
         llama.close()
+
+
+def _receive(conn: Connection) -> Any:
+    try:
+        return conn.recv()
+    except EOFError:
+        return None
 
 
 # ---------------------------------------------------------------- parent side

@@ -89,3 +89,16 @@ def test_a_run_into_a_log_file_prints_progress_lines(tmp_path: Path) -> None:
     for state in ("S1-d0", "S1-d50k", "S1-d80k", "S2"):  # 2 questions x 2 conditions each
         assert any(f"· {state}: 4/4 (100%), done in" in line for line in progress), state
     assert "finished in" in result.output
+
+
+@pytest.mark.slow
+def test_a_model_failure_in_the_trunk_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    """A crash of the embedded model's worker in the trunk surfaces the same way: as a
+    ProviderError, here from a trunk model whose endpoint refuses connections."""
+    out = str(tmp_path / "run")
+    dead = ["--trunk-model", "openai/none", "--api-base", "http://127.0.0.1:9/v1"]
+    result = CliRunner().invoke(app, ["run", *dead, "--limit", "2", "--out", out])
+    assert result.exit_code == 1, result.output
+    [error] = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert error.endswith("results so far are kept, re-run to resume")
+    assert "Traceback" not in result.output
