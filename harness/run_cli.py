@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from harness.run import DEFAULT_MODEL, RunConfig
 
 PLAIN_PROGRESS_INTERVAL_S = 5.0
+PLAIN_PROGRESS_HEARTBEAT_S = 60.0
 
 
 @dataclass
@@ -36,22 +38,29 @@ class PlainProgress:
     """Progress as plain lines for a log file (``mirage run > run.log 2>&1``), where rich's
     live display, which draws only on a terminal, shows nothing. The subset of rich's
     ``Progress`` that ``MirageRun`` calls; a line when a phase starts and ends, and at most
-    every ``interval_s`` seconds in between, with done/total and an ETA from the phase's rate."""
+    every ``interval_s`` seconds in between, with done/total and an ETA from the phase's rate;
+    while a phase does not move (one long trunk turn), a line every ``heartbeat_s``."""
 
     def __init__(
         self,
         write: Callable[[str], None],
         *,
         interval_s: float = PLAIN_PROGRESS_INTERVAL_S,
+        heartbeat_s: float = PLAIN_PROGRESS_HEARTBEAT_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._write = write
         self._interval_s = interval_s
+        self._heartbeat_s = heartbeat_s
         self._clock = clock
         self._run_started = clock()
         self._phases: list[_Phase] = []
+        self._lock = threading.Lock()  # updates come from the run, heartbeats from a thread
+        self._stopped = threading.Event()
+        self._beats = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
 
     def __enter__(self) -> PlainProgress:
+        self._beats.start()
         return self
 
     def __exit__(
@@ -60,7 +69,21 @@ class PlainProgress:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._flush()
+        self._stopped.set()
+        self._beats.join()
+        with self._lock:
+            self._flush()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(self._heartbeat_s):
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """A line for the running phase when it printed nothing for ``heartbeat_s``."""
+        with self._lock:
+            running = [phase for phase in self._phases if not phase.finished]
+            if running and self._clock() - running[-1].last_line >= self._heartbeat_s:
+                self._emit(running[-1], force=True)
 
     def _flush(self) -> None:
         """The latest state of phases that moved since their last line (a phase may end short
@@ -70,10 +93,11 @@ class PlainProgress:
                 self._emit(phase, force=True)
 
     def add_task(self, description: str, total: float | None = None) -> int:
-        self._flush()
-        self._phases.append(_Phase(description, total, started=self._clock()))
-        self._emit(self._phases[-1], force=True)
-        return len(self._phases) - 1
+        with self._lock:
+            self._flush()
+            self._phases.append(_Phase(description, total, started=self._clock()))
+            self._emit(self._phases[-1], force=True)
+            return len(self._phases) - 1
 
     def update(
         self,
@@ -83,13 +107,14 @@ class PlainProgress:
         advance: float | None = None,
         description: str | None = None,
     ) -> None:
-        phase = self._phases[task_id]
-        was_finished = phase.finished
-        if completed is not None:
-            phase.completed = completed
-        phase.completed += advance or 0.0
-        phase.description = description or phase.description
-        self._emit(phase, force=phase.finished and not was_finished)
+        with self._lock:
+            phase = self._phases[task_id]
+            was_finished = phase.finished
+            if completed is not None:
+                phase.completed = completed
+            phase.completed += advance or 0.0
+            phase.description = description or phase.description
+            self._emit(phase, force=phase.finished and not was_finished)
 
     def advance(self, task_id: int, advance: float = 1.0) -> None:
         self.update(task_id, advance=advance)

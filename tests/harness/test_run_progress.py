@@ -26,7 +26,8 @@ class SteppedClock:
 def _display() -> tuple[PlainProgress, list[str], SteppedClock]:
     lines: list[str] = []
     clock = SteppedClock()
-    return PlainProgress(lines.append, interval_s=5.0, clock=clock), lines, clock
+    display = PlainProgress(lines.append, interval_s=5.0, heartbeat_s=60.0, clock=clock)
+    return display, lines, clock
 
 
 def test_lines_come_at_phase_changes_and_at_most_every_interval() -> None:
@@ -64,6 +65,21 @@ def test_a_phase_left_mid_way_is_flushed_at_the_end() -> None:
         clock.now += 1
         progress.advance(task)
     assert lines[-1] == "[0:01] S2: 2/10 (20%), ETA 0:04"
+
+
+def test_a_phase_that_does_not_move_still_gets_a_line_every_heartbeat() -> None:
+    progress, lines, clock = _display()
+    trunk = progress.add_task("trunk (EIT)", total=8000)
+    progress.update(trunk, completed=1000, description="trunk turn 1")
+    clock.now += 59
+    progress.heartbeat()
+    assert len(lines) == 1  # the start line only: the update came within the interval
+    clock.now += 1
+    progress.heartbeat()
+    assert lines[1:] == ["[1:00] trunk turn 1: 1000/8000 (12%), ETA 7:00"]
+    clock.now += 30
+    progress.heartbeat()
+    assert len(lines) == 2
 
 
 COMMAND_AGENT = """
