@@ -49,6 +49,10 @@ log = structlog.get_logger(__name__)
 CHATML_END = "<|im_end|>"
 MAX_CONSECUTIVE_CRASHES = 3
 DOCTOR_HINT = "run `mirage doctor` to check this CPU against the installed llama.cpp build"
+# llama.cpp's OpenMP threads spin at every barrier by default; when the machine is shared or
+# its vCPUs are descheduled, a spinning thread waits on a partner that is not running: decode
+# fell from 18 to 1 token/s with 2 threads (benchmarks/bench_backbones.py, --sections omp).
+WORKER_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 _BUFFER_LINE_MARKERS = ("model buffer size", "KV buffer size", "compute buffer size")
 
 
@@ -477,7 +481,7 @@ def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=2,  # onto our stderr: the parent's stdout is for results
-            env={**os.environ, "PYTHONPATH": path},
+            env={**WORKER_ENV_DEFAULTS, **os.environ, "PYTHONPATH": path},
         )
         conn = Connection(ours.detach())
     conn.send(spec)

@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -178,6 +179,9 @@ def test_the_model_loads_without_llama_cpps_extra_buffer_types(
     weights = [line for line in info.load.buffer_lines if "model buffer size" in line]
     assert weights and all(line.split()[1] in ("CPU", "CPU_Mapped") for line in weights)
     assert "AVX2 = 1" in info.build.system_info  # llama.cpp's own compile-feature line
+    environment = Path(f"/proc/{info.pid}/environ").read_bytes().split(b"\0")
+    if "OMP_WAIT_POLICY" not in os.environ:  # OpenMP threads sleep at barriers, never spin
+        assert b"OMP_WAIT_POLICY=PASSIVE" in environment
 
 
 @pytest.mark.slow
