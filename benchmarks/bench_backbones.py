@@ -1,8 +1,8 @@
 """Backbone benchmarks: the embedded model's KV prefix reuse, its worker process's per-call
-overhead, llama.cpp's extra buffer types on vs off, and litellm retry timings.
+overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy, litellm retries.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
-        [--repeats 5] [--sections embedded worker bufts retries]
+        [--repeats 5] [--sections embedded worker bufts omp retries]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
@@ -10,8 +10,10 @@ Worker: the same requests (a tokenize, a fully cached 1-token generation) answer
 loaded in this process and by the worker process; the difference is the pipe round trip.
 Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_bufts`` off (what
 mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM2's Q4_1/Q8_0
-tensors cannot use. Litellm: against the local fault-injecting OpenAI server — a clean call,
-retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
+tensors cannot use. Omp: the same speeds with OpenMP threads spinning (llama.cpp's default)
+or sleeping (the worker's default) at barriers, at 2 and 1 threads. Litellm: against the local
+fault-injecting OpenAI server — a clean call, retry-then-success after 429 + 503, a hang
+detected by the client timeout, retries exhausted.
 Prints a table and writes ``benchmarks/results/bench_backbones.json``.
 """
 
@@ -167,6 +169,32 @@ def bench_extra_buffer_types(repeats: int, prompt_tokens: int = 1000) -> dict[st
     return results
 
 
+def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
+    """Prefill/decode speed with OpenMP threads spinning (ACTIVE, llama.cpp's default) or
+    sleeping (PASSIVE, what the worker sets) at barriers, at 2 and 1 threads."""
+    backbone = EmbeddedBackbone()
+    path = str(backbone.worker().spec.path)
+    results: dict[str, Any] = {}
+    for policy, threads in (("ACTIVE", 2), ("PASSIVE", 2), ("ACTIVE", 1), ("PASSIVE", 1)):
+        os.environ["OMP_WAIT_POLICY"] = policy  # read by _spawn for the next worker
+        worker = LlamaWorker(ModelSpec(path, 2048, threads))
+        worker.start()
+        runs = []
+        for repeat in range(repeats):
+            messages = _prefix_messages(f"omp-{policy}-{threads}-{repeat}", prompt_tokens, "Hi?")
+            prompt = backbone.render_prompt(messages, [])
+            runs.append(worker.call(GenerateRequest(prompt, 32, 0.0, 1)))
+        worker.close()
+        results[f"{policy.lower()}_{threads}_threads"] = {
+            "prefill_tok_s": round(statistics.median(r.prefill_tokens / r.prefill_s for r in runs)),
+            "decode_tok_s": round(
+                statistics.median(r.decode_tokens / r.decode_s for r in runs if r.decode_s)
+            ),
+        }
+    del os.environ["OMP_WAIT_POLICY"]
+    return results
+
+
 async def _timed(backbone: LiteLLMBackbone) -> tuple[float, str]:
     started = time.perf_counter()
     try:
@@ -218,7 +246,7 @@ def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
         print(f"  {key}: {value}")
 
 
-SECTIONS = ("embedded", "worker", "bufts", "retries")
+SECTIONS = ("embedded", "worker", "bufts", "omp", "retries")
 
 
 def main() -> None:
@@ -238,6 +266,9 @@ def main() -> None:
     if "bufts" in args.sections:
         payload["extra_buffer_types"] = bench_extra_buffer_types(args.repeats)
         _print_mapping("llama.cpp extra buffer types:", payload["extra_buffer_types"])
+    if "omp" in args.sections:
+        payload["omp_wait_policy"] = bench_wait_policy(args.repeats)
+        _print_mapping("OpenMP wait policy (tok/s):", payload["omp_wait_policy"])
     if "retries" in args.sections:
         payload["retries"] = asyncio.run(bench_retries())
         _print_mapping("litellm retries against the fault-injecting server:", payload["retries"])
