@@ -178,14 +178,14 @@ def trial_check(worker: LlamaWorker) -> Check:
     try:
         generated: Generated = worker.call(request)
     except WorkerCrashed as crash:
-        return Check("error", "run", _crash_detail(crash))
+        return Check("error", "run", _crash_detail(crash, "in a real prefill"))
     except ProviderError as error:
         return Check("error", "run", error.detail)
     return Check("ok", "run", _speeds(generated))
 
 
-def _crash_detail(crash: WorkerCrashed) -> str:
-    detail = f"the model's worker process died in a real prefill: {describe_exit(crash.exitcode)}"
+def _crash_detail(crash: WorkerCrashed, stage: str) -> str:
+    detail = f"the model's worker process died {stage}: {describe_exit(crash.exitcode)}"
     if crash.signal_name == "SIGILL":
         detail += (
             "; the installed llama.cpp executes an instruction this CPU (or its virtual "
@@ -220,6 +220,8 @@ def diagnose(worker: LlamaWorker, cpuinfo: str) -> list[Check]:
     except ProviderError as error:
         if worker.build is not None and flags:
             checks.append(compatibility_check(worker.build.system_info, flags))
+        if isinstance(error, WorkerCrashed):
+            return [*checks, Check("error", "load", _crash_detail(error, "loading the model"))]
         return [*checks, Check("error", "load", error.detail)]
     checks.append(
         Check(
