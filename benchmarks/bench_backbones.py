@@ -14,7 +14,8 @@ tensors cannot use. Omp: the same speeds with OpenMP threads spinning (llama.cpp
 or sleeping (the worker's default) at barriers, at 2 and 1 threads. Litellm: against the local
 fault-injecting OpenAI server — a clean call, retry-then-success after 429 + 503, a hang
 detected by the client timeout, retries exhausted.
-Prints a table and writes ``benchmarks/results/bench_backbones.json``.
+Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
+their earlier numbers).
 """
 
 from __future__ import annotations
@@ -278,7 +279,8 @@ def main() -> None:
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),
         "cpu_flags": sorted(_interesting_cpu_flags()),
     }
-    RESULTS.write_text(json.dumps({"machine": machine, **payload}, indent=2))
+    earlier = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    RESULTS.write_text(json.dumps({**earlier, "machine": machine, **payload}, indent=2))
     print(f"machine: {machine}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
