@@ -10,10 +10,10 @@ Worker: the same requests (a tokenize, a fully cached 1-token generation) answer
 loaded in this process and by the worker process; the difference is the pipe round trip.
 Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_bufts`` off (what
 mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM2's Q4_1/Q8_0
-tensors cannot use. Omp: the same speeds with OpenMP threads spinning (llama.cpp's default)
-or sleeping (the worker's default) at barriers, at 2 and 1 threads. Litellm: against the local
-fault-injecting OpenAI server — a clean call, retry-then-success after 429 + 503, a hang
-detected by the client timeout, retries exhausted.
+tensors cannot use. Omp: the same speeds with OpenMP threads spinning (ACTIVE; unset, libgomp
+spins a while first) or sleeping (PASSIVE, the worker's default) at barriers, at 2 and 1
+threads. Litellm: against the local fault-injecting OpenAI server — a clean call,
+retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
 Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
 their earlier numbers).
 """
@@ -114,15 +114,15 @@ def _median_ms(call: Any, request: Request, repeats: int) -> float:
     return round(statistics.median(samples), 3)
 
 
-def bench_worker_overhead(repeats: int) -> dict[str, Any]:
+def bench_worker_overhead(repeats: int, long_tokens: int) -> dict[str, Any]:
     """The same requests in process and through the worker process."""
     backbone = EmbeddedBackbone(max_output_tokens=1)
     spec = ModelSpec(str(backbone.worker().spec.path), 8192, backbone.n_threads)
-    long_prompt = backbone.render_prompt(_prefix_messages("overhead", 6000, QUESTIONS[0]), [])
+    long_prompt = backbone.render_prompt(_prefix_messages("overhead", long_tokens, "Hi?"), [])
     requests: dict[str, Request] = {
         "tokenize_short": TokenizeRequest("Say hello."),
-        "tokenize_6k": TokenizeRequest(long_prompt),
-        "generate_1_token_cached_6k": GenerateRequest(long_prompt, 1, 0.0, 1),
+        "tokenize_long": TokenizeRequest(long_prompt),
+        "generate_1_token_cached_long": GenerateRequest(long_prompt, 1, 0.0, 1),
     }
     llama, _ = open_llama(spec)
     runner = LlamaRunner(llama, spec.n_ctx)
@@ -131,7 +131,7 @@ def bench_worker_overhead(repeats: int) -> dict[str, Any]:
     worker.start()
     rows: dict[str, Any] = {"worker_start_and_load_s": round(time.perf_counter() - started, 3)}
     for name, request in requests.items():
-        runner.handle(request)  # warm: the 6k prefix is now in both KV caches
+        runner.handle(request)  # warm: the long prefix is now in both KV caches
         worker.call(request)
         in_process = _median_ms(runner.handle, request, repeats)
         through_worker = _median_ms(worker.call, request, repeats)
@@ -171,8 +171,8 @@ def bench_extra_buffer_types(repeats: int, prompt_tokens: int = 1000) -> dict[st
 
 
 def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
-    """Prefill/decode speed with OpenMP threads spinning (ACTIVE, llama.cpp's default) or
-    sleeping (PASSIVE, what the worker sets) at barriers, at 2 and 1 threads."""
+    """Prefill/decode speed with OpenMP threads spinning (ACTIVE) or sleeping (PASSIVE, what
+    the worker sets) at barriers, at 2 and 1 threads. Meaningful only with the load quoted."""
     backbone = EmbeddedBackbone()
     path = str(backbone.worker().spec.path)
     results: dict[str, Any] = {}
@@ -256,13 +256,14 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--overhead-tokens", type=int, default=6000, help="long prompt (worker)")
     args = parser.parse_args()
     payload: dict[str, Any] = {}
     if "embedded" in args.sections:
         payload["embedded"] = asyncio.run(bench_embedded(args.prefix_tokens, args.probes))
         _print_embedded(payload["embedded"])
     if "worker" in args.sections:
-        payload["worker_overhead"] = bench_worker_overhead(args.repeats)
+        payload["worker_overhead"] = bench_worker_overhead(args.repeats, args.overhead_tokens)
         _print_mapping("worker process vs in process (median ms):", payload["worker_overhead"])
     if "bufts" in args.sections:
         payload["extra_buffer_types"] = bench_extra_buffer_types(args.repeats)

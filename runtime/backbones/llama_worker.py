@@ -51,7 +51,9 @@ MAX_CONSECUTIVE_CRASHES = 3
 DOCTOR_HINT = "run `mirage doctor` to check this CPU against the installed llama.cpp build"
 # llama.cpp's OpenMP threads spin at every barrier by default; when the machine is shared or
 # its vCPUs are descheduled, a spinning thread waits on a partner that is not running: decode
-# fell from 18 to 1 token/s with 2 threads (benchmarks/bench_backbones.py, --sections omp).
+# fell from 18 to 1 token/s with 2 threads at load 14 on 2 cores. Sleeping costs up to ~1.7x
+# on an idle machine (88 vs 51 token/s; benchmarks/bench_backbones.py --sections omp), where
+# OMP_WAIT_POLICY=ACTIVE in the environment takes precedence.
 WORKER_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 _BUFFER_LINE_MARKERS = ("model buffer size", "KV buffer size", "compute buffer size")
 
