@@ -313,10 +313,14 @@ class MirageRun:
         from memory_server.index import HybridIndex
         from memory_server.workspace import Workspace
 
+        progress = self.progress
+        task = progress.add_task("workspace + index", total=1) if progress else None
         if not (self.workspace / "MANIFEST.yaml").exists():
             self.pack.materialize_workspace(self.workspace)
         index = HybridIndex(Workspace.open(self.workspace))
         index.sync()
+        if progress:
+            progress.update(task, completed=1)
         return index
 
     async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:

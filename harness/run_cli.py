@@ -3,14 +3,147 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
 from harness.run import DEFAULT_MODEL, RunConfig
+
+PLAIN_PROGRESS_INTERVAL_S = 5.0
+PLAIN_PROGRESS_HEARTBEAT_S = 60.0
+
+
+@dataclass
+class _Phase:
+    description: str
+    total: float | None
+    started: float
+    completed: float = 0.0
+    last_line: float = field(default=float("-inf"))
+    shown: float | None = None  # ``completed`` as of the last line
+
+    @property
+    def finished(self) -> bool:
+        return self.total is not None and self.completed >= self.total
+
+
+class PlainProgress:
+    """Progress as plain lines for a log file (``mirage run > run.log 2>&1``), where rich's
+    live display, which draws only on a terminal, shows nothing. The subset of rich's
+    ``Progress`` that ``MirageRun`` calls; a line when a phase starts and ends, and at most
+    every ``interval_s`` seconds in between, with done/total and an ETA from the phase's rate;
+    while a phase does not move (one long trunk turn), a line every ``heartbeat_s``."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        interval_s: float = PLAIN_PROGRESS_INTERVAL_S,
+        heartbeat_s: float = PLAIN_PROGRESS_HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._write = write
+        self._interval_s = interval_s
+        self._heartbeat_s = heartbeat_s
+        self._clock = clock
+        self._run_started = clock()
+        self._phases: list[_Phase] = []
+        self._lock = threading.Lock()  # updates come from the run, heartbeats from a thread
+        self._stopped = threading.Event()
+        self._beats = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
+
+    def __enter__(self) -> PlainProgress:
+        self._beats.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stopped.set()
+        self._beats.join()
+        with self._lock:
+            self._flush()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(self._heartbeat_s):
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """A line for the running phase when it printed nothing for ``heartbeat_s``."""
+        with self._lock:
+            running = [phase for phase in self._phases if not phase.finished]
+            if running and self._clock() - running[-1].last_line >= self._heartbeat_s:
+                self._emit(running[-1], force=True)
+
+    def _flush(self) -> None:
+        """The latest state of phases that moved since their last line (a phase may end short
+        of its total: the trunk stops at its last state, not at the window)."""
+        for phase in self._phases:
+            if phase.shown != phase.completed and not phase.finished:
+                self._emit(phase, force=True)
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        with self._lock:
+            self._flush()
+            self._phases.append(_Phase(description, total, started=self._clock()))
+            self._emit(self._phases[-1], force=True)
+            return len(self._phases) - 1
+
+    def update(
+        self,
+        task_id: int,
+        *,
+        completed: float | None = None,
+        advance: float | None = None,
+        description: str | None = None,
+    ) -> None:
+        with self._lock:
+            phase = self._phases[task_id]
+            was_finished = phase.finished
+            if completed is not None:
+                phase.completed = completed
+            phase.completed += advance or 0.0
+            phase.description = description or phase.description
+            self._emit(phase, force=phase.finished and not was_finished)
+
+    def advance(self, task_id: int, advance: float = 1.0) -> None:
+        self.update(task_id, advance=advance)
+
+    def _emit(self, phase: _Phase, *, force: bool) -> None:
+        now = self._clock()
+        if not force and now - phase.last_line < self._interval_s:
+            return
+        phase.last_line, phase.shown = now, phase.completed
+        self._write(f"[{_clock_text(now - self._run_started)}] {_phase_text(phase, now)}")
+
+
+def _phase_text(phase: _Phase, now: float) -> str:
+    if phase.total is None:
+        return f"{phase.description}: {phase.completed:.0f} done"
+    done, total = phase.completed, phase.total
+    text = f"{phase.description}: {done:.0f}/{total:.0f} ({100 * done / max(total, 1):.0f}%)"
+    if done >= total:
+        return f"{text}, done in {_clock_text(now - phase.started)}"
+    if done > 0:
+        remaining = (now - phase.started) * (total - done) / done
+        return f"{text}, ETA {_clock_text(remaining)}"
+    return text
+
+
+def _clock_text(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _conditions(value: str) -> list[str]:
@@ -104,9 +237,6 @@ def run(
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
     SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     from harness.report import write_report
     from harness.report.tables import table1
 
@@ -134,15 +264,8 @@ def run(
         memory_url=memory_url,
         memory_token=memory_token,
     )
-    console = Console(stderr=True)
     started = time.perf_counter()
-    columns = (
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with _progress_display() as progress:
         folders = _execute(config, progress)
     for folder in folders:
         files = write_report(folder)
@@ -155,6 +278,23 @@ def run(
             typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
         typer.echo(f"\nreport: {files.report}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def _progress_display() -> Any:
+    """Rich's live bars on a terminal; plain lines on stderr when it is a file or a pipe."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return PlainProgress(lambda line: typer.echo(line, err=True))
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return Progress(*columns, console=console)
 
 
 def _config(**fields: Any) -> RunConfig:
@@ -171,12 +311,16 @@ def _config(**fields: Any) -> RunConfig:
 def _execute(config: RunConfig, progress: Any) -> list[Path]:
     from harness.attribution import AttributionError
     from harness.run import MirageRun, ResumeError, RunInputError
+    from runtime.backbones.base import ProviderError
 
     try:
         return list(asyncio.run(MirageRun(config, progress).execute()))
     except (AttributionError, ResumeError, RunInputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
+    except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
+        typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
+        raise typer.Exit(code=1) from exc
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "runtime.chat_cli",
     "runtime.serve.cli",
+    "runtime.backbones.doctor",
     "runtime.parsers.cli",
     "memory_server.cli",
     "compaction.cli",
