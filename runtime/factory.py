@@ -20,7 +20,7 @@ def memory_server_stdio(
 ) -> MCPServerConfig:
     """The bundled memory server as a stdio subprocess of this Python; with ``log_file`` its
     logs go there instead of this process's stderr (a chat screen shows no server logs)."""
-    args = ["-m", "runtime", "memory", "serve", "--workspace", str(workspace)]
+    args = ["-m", "mirage", "memory", "serve", "--workspace", str(workspace)]
     if tag:
         args += ["--tag", tag]
     if log_file is not None:

@@ -1,6 +1,6 @@
 """``mirage serve-model``: any mirage backbone behind an OpenAI-compatible endpoint.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below:
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
 ``runtime.serve`` (the app, uvicorn) and ``runtime.backbones.make_backbone``.
 """
 
