@@ -21,7 +21,7 @@ import pytest
 from memory_server.index import HybridIndex
 from memory_server.workspace import Workspace
 from memory_server.writelock import read_holder
-from runtime.factory import memory_server_stdio
+from mirage.wiring import memory_server_stdio
 from runtime.mcp_client import MCPToolset
 from runtime.offline import offline_env
 from tests.memory_server.conftest import write_workspace
