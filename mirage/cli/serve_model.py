@@ -72,9 +72,7 @@ def serve_model(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
-    load = getattr(backbone, "load", None)
-    if callable(load):
-        load()  # the embedded model loads now, not on the first request
+    backbone.load()  # the embedded model loads now, not on the first request
     request_log = RequestLog(log_path, with_content=log_content) if log_path else None
     app = create_app(
         backbone, name=name, request_log=request_log, adapters=adapters, api_key=api_key
