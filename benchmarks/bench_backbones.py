@@ -1,12 +1,21 @@
-"""Backbone benchmarks: KV prefix reuse of the embedded model, and litellm retry timings.
+"""Backbone benchmarks: the embedded model's KV prefix reuse, its worker process's per-call
+overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy, litellm retries.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
+        [--repeats 5] [--sections embedded worker bufts omp retries]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
-Litellm: against the local fault-injecting OpenAI server — a clean call, retry-then-success
-after 429 + 503, a hang detected by the client timeout, and retries exhausted.
-Prints a table and writes ``benchmarks/results/bench_backbones.json``.
+Worker: the same requests (a tokenize, a fully cached 1-token generation) answered by a model
+loaded in this process and by the worker process; the difference is the pipe round trip.
+Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_bufts`` off (what
+mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM2's Q4_1/Q8_0
+tensors cannot use. Omp: the same speeds with OpenMP threads spinning (ACTIVE; unset, libgomp
+spins a while first) or sleeping (PASSIVE, the worker's default) at barriers, at 2 and 1
+threads. Litellm: against the local fault-injecting OpenAI server — a clean call,
+retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
+Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
+their earlier numbers).
 """
 
 from __future__ import annotations
@@ -29,6 +38,16 @@ from runtime.backbones import (  # noqa: E402
     LiteLLMBackbone,
     ProviderError,
     RetryPolicy,
+)
+from runtime.backbones.llama_worker import (  # noqa: E402
+    Generated,
+    GenerateRequest,
+    LlamaRunner,
+    LlamaWorker,
+    ModelSpec,
+    Request,
+    TokenizeRequest,
+    open_llama,
 )
 from runtime.messages import Message, SystemMessage, UserMessage  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
@@ -86,6 +105,97 @@ async def bench_embedded(sizes: list[int], probes: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _median_ms(call: Any, request: Request, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call(request)
+        samples.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(samples), 3)
+
+
+def bench_worker_overhead(repeats: int, long_tokens: int) -> dict[str, Any]:
+    """The same requests in process and through the worker process."""
+    backbone = EmbeddedBackbone(max_output_tokens=1)
+    spec = ModelSpec(str(backbone.worker().spec.path), 8192, backbone.n_threads)
+    long_prompt = backbone.render_prompt(_prefix_messages("overhead", long_tokens, "Hi?"), [])
+    requests: dict[str, Request] = {
+        "tokenize_short": TokenizeRequest("Say hello."),
+        "tokenize_long": TokenizeRequest(long_prompt),
+        "generate_1_token_cached_long": GenerateRequest(long_prompt, 1, 0.0, 1),
+    }
+    llama, _ = open_llama(spec)
+    runner = LlamaRunner(llama, spec.n_ctx)
+    worker = LlamaWorker(spec)
+    started = time.perf_counter()
+    worker.start()
+    rows: dict[str, Any] = {"worker_start_and_load_s": round(time.perf_counter() - started, 3)}
+    for name, request in requests.items():
+        runner.handle(request)  # warm: the long prefix is now in both KV caches
+        worker.call(request)
+        in_process = _median_ms(runner.handle, request, repeats)
+        through_worker = _median_ms(worker.call, request, repeats)
+        rows[name] = {
+            "in_process_ms": in_process,
+            "worker_ms": through_worker,
+            "overhead_ms": round(through_worker - in_process, 3),
+        }
+    worker.close()
+    llama.close()
+    return rows
+
+
+def bench_extra_buffer_types(repeats: int, prompt_tokens: int = 1000) -> dict[str, Any]:
+    """Prefill of a fresh ~1000-token prompt and a 64-token decode, extra buffer types off/on."""
+    backbone = EmbeddedBackbone()
+    results: dict[str, Any] = {}
+    for label, extra in (("off", False), ("on", True)):
+        spec = ModelSpec(str(backbone.worker().spec.path), 4096, backbone.n_threads, extra)
+        worker = LlamaWorker(spec)
+        info = worker.start()
+        runs: list[Generated] = []
+        for repeat in range(repeats):  # a new first line each time: nothing comes from the cache
+            messages = _prefix_messages(f"bufts-{label}-{repeat}", prompt_tokens, QUESTIONS[2])
+            request = GenerateRequest(backbone.render_prompt(messages, []), 64, 0.0, 1)
+            runs.append(worker.call(request))
+        worker.close()
+        results[label] = {
+            "weights": [line for line in info.load.buffer_lines if "model buffer" in line],
+            "prefill_tokens": runs[0].prefill_tokens,
+            "prefill_tok_s": round(statistics.median(r.prefill_tokens / r.prefill_s for r in runs)),
+            "decode_tok_s": round(
+                statistics.median(r.decode_tokens / r.decode_s for r in runs if r.decode_s)
+            ),
+        }
+    return results
+
+
+def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
+    """Prefill/decode speed with OpenMP threads spinning (ACTIVE) or sleeping (PASSIVE, what
+    the worker sets) at barriers, at 2 and 1 threads. Meaningful only with the load quoted."""
+    backbone = EmbeddedBackbone()
+    path = str(backbone.worker().spec.path)
+    results: dict[str, Any] = {}
+    for policy, threads in (("ACTIVE", 2), ("PASSIVE", 2), ("ACTIVE", 1), ("PASSIVE", 1)):
+        os.environ["OMP_WAIT_POLICY"] = policy  # read by _spawn for the next worker
+        worker = LlamaWorker(ModelSpec(path, 2048, threads))
+        worker.start()
+        runs = []
+        for repeat in range(repeats):
+            messages = _prefix_messages(f"omp-{policy}-{threads}-{repeat}", prompt_tokens, "Hi?")
+            prompt = backbone.render_prompt(messages, [])
+            runs.append(worker.call(GenerateRequest(prompt, 32, 0.0, 1)))
+        worker.close()
+        results[f"{policy.lower()}_{threads}_threads"] = {
+            "prefill_tok_s": round(statistics.median(r.prefill_tokens / r.prefill_s for r in runs)),
+            "decode_tok_s": round(
+                statistics.median(r.decode_tokens / r.decode_s for r in runs if r.decode_s)
+            ),
+        }
+    del os.environ["OMP_WAIT_POLICY"]
+    return results
+
+
 async def _timed(backbone: LiteLLMBackbone) -> tuple[float, str]:
     started = time.perf_counter()
     try:
@@ -121,29 +231,66 @@ async def bench_retries() -> dict[str, Any]:
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prefix-tokens", type=int, nargs="+", default=[500, 2000, 4000])
-    parser.add_argument("--probes", type=int, default=3)
-    args = parser.parse_args()
-    embedded = asyncio.run(bench_embedded(args.prefix_tokens, args.probes))
-    retries = asyncio.run(bench_retries())
+def _print_embedded(rows: list[dict[str, Any]]) -> None:
     print("embedded SmolLM2-135M, KV prefix reuse (8 output tokens):")
-    for row in embedded:
+    for row in rows:
         print(
             f"  prefix {row['prefix_tokens']:>5} tok: cold {row['cold_latency_s']:.3f} s, "
             f"reused {row['reuse_latency_s_median']:.3f} s "
             f"(cached {row['reuse_cached_tokens_min']}), x{row['speedup']}"
         )
-    print("litellm retries against the fault-injecting server:")
-    for key, value in retries.items():
+
+
+def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
+    print(title)
+    for key, value in mapping.items():
         print(f"  {key}: {value}")
+
+
+SECTIONS = ("embedded", "worker", "bufts", "omp", "retries")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix-tokens", type=int, nargs="+", default=[500, 2000, 4000])
+    parser.add_argument("--probes", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--overhead-tokens", type=int, default=6000, help="long prompt (worker)")
+    args = parser.parse_args()
+    payload: dict[str, Any] = {}
+    if "embedded" in args.sections:
+        payload["embedded"] = asyncio.run(bench_embedded(args.prefix_tokens, args.probes))
+        _print_embedded(payload["embedded"])
+    if "worker" in args.sections:
+        payload["worker_overhead"] = bench_worker_overhead(args.repeats, args.overhead_tokens)
+        _print_mapping("worker process vs in process (median ms):", payload["worker_overhead"])
+    if "bufts" in args.sections:
+        payload["extra_buffer_types"] = bench_extra_buffer_types(args.repeats)
+        _print_mapping("llama.cpp extra buffer types:", payload["extra_buffer_types"])
+    if "omp" in args.sections:
+        payload["omp_wait_policy"] = bench_wait_policy(args.repeats)
+        _print_mapping("OpenMP wait policy (tok/s):", payload["omp_wait_policy"])
+    if "retries" in args.sections:
+        payload["retries"] = asyncio.run(bench_retries())
+        _print_mapping("litellm retries against the fault-injecting server:", payload["retries"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    machine = {"cpus": os.cpu_count(), "load_average_1m_at_end": round(os.getloadavg()[0], 2)}
-    payload = {"machine": machine, "embedded": embedded, "retries": retries}
-    RESULTS.write_text(json.dumps(payload, indent=2))
+    machine = {
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+        "cpu_flags": sorted(_interesting_cpu_flags()),
+    }
+    earlier = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    RESULTS.write_text(json.dumps({**earlier, "machine": machine, **payload}, indent=2))
     print(f"machine: {machine}")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+def _interesting_cpu_flags() -> set[str]:
+    from runtime.backbones.doctor import CPUINFO, SHOWN_CPU_FLAGS, cpu_flags
+
+    flags = cpu_flags(CPUINFO.read_text()) if CPUINFO.is_file() else frozenset()
+    return set(flags & set(SHOWN_CPU_FLAGS))
 
 
 if __name__ == "__main__":

@@ -24,15 +24,15 @@ from harness.agents import BuiltinAgent
 from harness.checkpoints import TrunkConfig, write_checkpoint
 from harness.probes import plan_probes, run_probes
 from harness.records import ResultsLog
-from harness.scoring import Gold, KnownIdResolver
-from runtime.backbones.base import Completion
+from harness.scoring import Gold, KnownIdResolver, get_profile
+from runtime.backbones.base import Backbone, Completion
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import resolve_profile
 
 REPLY = "ANSWERABLE=YES\nSOURCE=chart_00000001\nANSWER=1,240"
 
 
-class InstantBackbone:
+class InstantBackbone(Backbone):
     model = "instant"
     context_window = 1_000_000
     tool_mode = "text"
@@ -85,7 +85,8 @@ async def bench(probes: int, folder: Path, memory_url: object) -> dict[str, floa
         last = now
 
     with ResultsLog(folder / f"results-{memory_url is not None}.jsonl") as results:
-        await run_probes(agent, tasks, results, KnownIdResolver(["chart_00000001"]), on_done=tick)
+        resolver = KnownIdResolver(["chart_00000001"])
+        await run_probes(agent, tasks, results, resolver, get_profile(), on_done=tick)
     samples.sort()
     return {
         "history_tokens": session.history_tokens,

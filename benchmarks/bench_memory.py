@@ -2,7 +2,8 @@
 retrieval quality (recall@1/@5) against a substring-search baseline.
 
 Run: ``python benchmarks/bench_memory.py [--sizes 1000,10000,100000] [--real-max 10000]``.
-Writes ``benchmarks/results/memory.json``.
+Writes ``benchmarks/results/memory.json``. ``--writers-only`` measures recall while other
+processes write the same workspace (``benchmarks/results/memory_writers.json``).
 
 Latency: a synthetic workspace of CSV files (one chunk per row) is indexed through the real
 code path (chunking, FTS5, chroma). Sizes up to ``--real-max`` are embedded with MiniLM (once:
@@ -25,6 +26,7 @@ import argparse
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -196,6 +198,83 @@ def concurrent_http(
         "calls_per_second": round(clients * per_client / wall, 1),
         "latency": percentiles(latencies) if latencies else None,
         "every_call_attributed_to_its_client": attributed,
+    }
+
+
+# -- other processes writing ----------------------------------------------------------------
+
+FOREIGN_WRITE = """
+import sys
+from pathlib import Path
+from memory_server.index import HybridIndex, IndexConfig
+from memory_server.workspace import Workspace
+
+root, cache, action = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+workspace = Workspace.open(root)
+index = HybridIndex(workspace, IndexConfig(embedding_cache=cache))
+if action == "rebuild":
+    index.rebuild()
+else:
+    workspace.append_note(f"foreign writer note {action}", date="2030-01-01")
+    index.sync()
+index.close()
+"""
+
+
+def foreign(root: Path, cache_path: Path, action: str) -> subprocess.Popen[bytes]:
+    """Another process writing the index of ``root`` (a note + sync, or a rebuild)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", FOREIGN_WRITE, str(root), str(cache_path), action],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+
+
+def writers(size: int, cache_dir: Path, embedder: Embedder, real: bool) -> dict[str, Any]:
+    """Recall in this process while other processes write the same workspace: steady calls,
+    the first call after another process wrote (it reloads the embedded store), and calls
+    while another process rebuilds the index into a new generation."""
+    root = cache_dir / f"ws_{size}"
+    if not root.exists():
+        synthetic_workspace(root, size)
+    cache_path = cache_dir / "embeddings.sqlite"
+    if not real:
+        seed_random_vectors(root, cache_path, embedder)
+    workspace = Workspace.open(root)
+    index = HybridIndex(workspace, IndexConfig(embedding_cache=cache_path), embedder=embedder)
+    index.sync()
+    service = MemoryService(workspace, index, log_calls=False)
+
+    def timed(n: int) -> float:
+        started = time.perf_counter()
+        service.recall(f"{ITEMS[n % 8]} orders in {CITIES[(n * 5) % 8]} batch {n}", 5)
+        return (time.perf_counter() - started) * 1000
+
+    steady = [timed(n) for n in range(25)][5:]
+    after_foreign_write = []
+    for n in range(5):
+        assert foreign(root, cache_path, f"round-{n}").wait() == 0
+        after_foreign_write.append(timed(100 + n))
+    rebuild = foreign(root, cache_path, "rebuild")
+    started = time.perf_counter()
+    during, errors = [], 0
+    while rebuild.poll() is None:
+        try:
+            during.append(timed(200 + len(during)))
+        except Exception:  # a benchmark counts failures instead of stopping
+            errors += 1
+    rebuild_seconds = time.perf_counter() - started
+    after_rebuild = [timed(400 + n) for n in range(5)]
+    index.close()
+    return {
+        "chunks": size,
+        "vectors": "minilm" if real else "synthetic-random",
+        "steady": percentiles(steady),
+        "first_call_after_another_process_wrote": percentiles(after_foreign_write),
+        "during_rebuild_by_another_process": percentiles(during) if during else None,
+        "errors_during_rebuild": errors,
+        "rebuild_exit_code": rebuild.returncode,
+        "rebuild_seconds": round(rebuild_seconds, 1),
+        "after_rebuild": percentiles(after_rebuild),
     }
 
 
@@ -468,6 +547,11 @@ def main() -> None:
         "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "mirage-bench-memory"
     )
     parser.add_argument("--quality-only", action="store_true", help="skip latency and HTTP")
+    parser.add_argument(
+        "--writers-only",
+        action="store_true",
+        help="only recall while other processes write the workspace (--sizes)",
+    )
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     set_torch_threads(args.threads)
@@ -479,6 +563,17 @@ def main() -> None:
         "torch_threads": args.threads,
         "load_average_at_start": list(os.getloadavg()),
     }
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.writers_only:
+        results["writers"] = {
+            str(size): writers(size, args.cache_dir, embedder, real=size <= args.real_max)
+            for size in sizes
+        }
+        print("writers", results["writers"], flush=True)
+        results["load_average_at_end"] = list(os.getloadavg())
+        print("wrote", write_results("memory_writers", results))
+        return
 
     results["quality"] = quality(args.cache_dir, embedder)
     print("quality", results["quality"], flush=True)

@@ -20,18 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mirage.wiring import default_tools
 from runtime.parsers import parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
-from runtime.profiles import ToolPromptStyle, render_tool_call
+from runtime.profiles import STYLE_OF_PARSER, ToolPromptStyle, render_tool_call
 
-STYLES: dict[str, ToolPromptStyle] = {
-    "hermes": "hermes",
-    "pythonic": "pythonic",
-    "json": "json_schema",
-    "internlm": "internlm",
-    "mistral": "mistral",
-    "qwen3_xml": "qwen3_xml",
-}
+DEFAULT_TOOLS = default_tools()
+
 WORDS = [
     "the",
     "quarterly",
@@ -138,7 +132,7 @@ def main() -> None:
     rows = []
     cases = [
         (family, [reply(rng, style) for _ in range(args.replies)], False)
-        for family, style in STYLES.items()
+        for family, style in STYLE_OF_PARSER.items()
     ]
     pseudo = [pseudo_reply(rng) for _ in range(args.replies)]
     cases += [("hermes+pseudo-detect", pseudo, False), ("hermes+pseudo-adapt", pseudo, True)]

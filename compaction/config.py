@@ -1,7 +1,8 @@
 """Compaction settings and the token budgets derived from them.
 
 Above: ``CompactionPolicy`` (when to flush, when to compact, how much to keep) and the
-``mirage compact`` command. Below: nothing but arithmetic on the effective context window.
+``mirage compact`` command. Below: arithmetic on the effective context window, and the
+strategy registry, which checks the summary format (``check_format``) when a config is made.
 
 With ``W`` the effective window (the model's window, optionally capped by ``window_cap``):
 
@@ -23,9 +24,19 @@ Examples with the defaults: W = 8,192 → reserve 4,096, threshold 4,096, keep 2
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 DEFAULT_FORMAT = "verbatim"
+
+
+def check_format(name: str) -> str:
+    """``name`` if it is a known summary format; a ``template:FILE`` is read and its
+    placeholders checked now. Raises ``UnknownStrategyError`` or ``TemplateError`` (both
+    ``ValueError``) with a one-line reason, so a bad format fails before any work starts."""
+    from compaction.strategies import get_strategy
+
+    get_strategy(name)
+    return name
 
 
 class CompactionBudget(BaseModel):
@@ -60,6 +71,11 @@ class CompactionConfig(BaseModel):
     min_prompt_share: float = Field(default=0.5, gt=0.0, le=1.0)
     memory_flush: bool = Field(default=True, description="Run the pre-compaction memory flush.")
     soft_threshold_tokens: int = Field(default=4_000, ge=0)
+
+    @field_validator("format")
+    @classmethod
+    def _format_is_known(cls, value: str) -> str:
+        return check_format(value)
 
     def effective_window(self, model_window: int) -> int:
         if model_window < 1:

@@ -3,12 +3,15 @@
 Above: the report writer and ``mirage report``. Below: the indicator fields of ``ProbeRecord``
 only (never raw outputs), so a report always agrees with the records it is computed from.
 
-Per state x condition (all percentages; PF and n are counts, pooled over repeats):
-AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over parsed unanswerable
-probes; MI over all recorded answerable probes (PF contributes 0); OG = VC - GC in percentage
-points; R_tool over all recorded probes. Records with a provider error are counted apart and
-enter no metric. Cross-state (per condition): DS, delta_comp, Ret, MI at the deep state, source
-drift, transitions; and Cm - C0 deltas per state.
+A run is one repeat (``record.repeat``); like the paper's Table 1 ("each cell is averaged over
+three independent runs") every headline rate is the mean of the per-run rates. Per state x
+condition and run: AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over
+parsed unanswerable probes; MI over all recorded answerable probes (PF contributes 0); R_tool
+over all recorded probes; OG = VC - GC in percentage points. PF is the mean count per run (and
+the total); n the total of recorded probes. Records with a provider error are counted apart
+and enter no metric. Cross-state (per condition): DS and delta_comp from the mean GCs, Ret as
+the mean per-run retention, MI at the deep state, source drift and transitions pooled over
+runs; and Cm - C0 deltas per state. All records must come from one scoring profile.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from harness.protocol import ProfileName
 from harness.records import ProbeRecord
 from harness.scoring.sources import clean_reference
-from harness.stats import Interval, Spread, spread, wilson_interval
+from harness.stats import Interval, Spread, mean, spread, wilson_interval
 
 INDICATORS: tuple[str, ...] = ("AC", "SC", "VC", "GC", "HR", "WS")
 RATE_METRICS: tuple[str, ...] = (*INDICATORS, "MI", "OG", "R_tool")
+PROPORTIONS: tuple[str, ...] = (*INDICATORS, "MI", "R_tool")
 DELTA_METRICS: tuple[str, ...] = ("AC", "SC", "VC", "GC", "HR", "WS", "MI", "R_tool")
 GROUNDED, UNGROUNDED = "✓", "×"
 
@@ -109,7 +114,7 @@ def count(records: Iterable[ProbeRecord]) -> Counts:
 
 
 class CellSummary(BaseModel):
-    """One state x condition cell of ``summary.json``."""
+    """One state x condition cell of ``summary.json``: rates are means over runs (percent)."""
 
     AC: float | None
     SC: float | None
@@ -117,15 +122,28 @@ class CellSummary(BaseModel):
     GC: float | None
     HR: float | None
     WS: float | None
-    PF: int
+    PF: float
+    PF_total: int
     MI: float | None
     OG: float | None
     R_tool: float | None
     n: int
+    runs: int
+
+
+class RunDetail(BaseModel):
+    """One run (repeat) of a cell: its own rates, PF count and Wilson intervals."""
+
+    repeat: int
+    n: int
+    PF: int
+    provider_errors: int
+    rates: dict[str, float | None]
+    intervals: dict[str, Interval | None]
 
 
 class CellDetail(BaseModel):
-    """What a cell needs beyond the headline: counts, intervals, repeats, paths."""
+    """What a cell needs beyond the headline: pooled counts, per-run values, paths."""
 
     parsed: int
     parsed_answerable: int
@@ -133,7 +151,8 @@ class CellDetail(BaseModel):
     recorded_answerable: int
     provider_errors: int
     path: dict[str, float | None]
-    intervals: dict[str, Interval | None]
+    intervals_pooled: dict[str, Interval | None]
+    runs: list[RunDetail]
     repeats: dict[str, Spread | None]
 
 
@@ -146,9 +165,19 @@ class Diagnostics(BaseModel):
     MI_d80k: float | None
 
 
+class RetentionRun(BaseModel):
+    repeat: int
+    d0_correct: int
+    kept: int
+    Ret: float | None
+
+
 class CrossStateDetail(BaseModel):
+    """Pooled over runs (pairs are always within one run), with Ret per run."""
+
     ret_d0_correct: int
     ret_kept: int
+    ret_runs: list[RetentionRun]
     drift_both_correct: int
     drift_changed: int
     source_drift: float | None
@@ -157,6 +186,8 @@ class CrossStateDetail(BaseModel):
 
 
 class Aggregate(BaseModel):
+    scoring: ProfileName | None
+    runs: int
     roles: StateRoles
     states: dict[str, dict[str, CellSummary]]
     diagnostics: dict[str, Diagnostics]
@@ -165,8 +196,10 @@ class Aggregate(BaseModel):
     deltas: dict[str, dict[str, float | None]]
 
     def summary(self) -> dict[str, object]:
-        """Exactly the ``summary.json`` shape of issue 7."""
+        """The ``summary.json`` shape: issue 7's, plus the scoring profile and the run count."""
         return {
+            "scoring": self.scoring,
+            "runs": self.runs,
             "states": {
                 state: {cond: cell.model_dump() for cond, cell in conds.items()}
                 for state, conds in self.states.items()
@@ -188,30 +221,55 @@ def group_records(records: Iterable[ProbeRecord], roles: StateRoles) -> Grouped:
     return {s: {c: grouped[s][c] for c in sorted(grouped[s])} for s in (*known, *extra)}
 
 
-def _cell_summary(counts: Counts) -> CellSummary:
-    rates = {metric: counts.rate(metric) for metric in RATE_METRICS}
-    return CellSummary(**rates, PF=counts.pf, n=counts.n)
-
-
-def _cell_detail(records: Sequence[ProbeRecord], counts: Counts) -> CellDetail:
-    by_repeat: dict[int, list[ProbeRecord]] = defaultdict(list)
+def _by_run(records: Iterable[ProbeRecord]) -> dict[int, list[ProbeRecord]]:
+    """Records grouped by run (repeat index), in run order."""
+    runs: dict[int, list[ProbeRecord]] = defaultdict(list)
     for record in records:
-        by_repeat[record.repeat].append(record)
-    repeat_counts = [count(by_repeat[r]) for r in sorted(by_repeat)]
-    intervals = {
-        metric: wilson_interval(*counts.fraction(metric))
-        for metric in (*INDICATORS, "MI", "R_tool")
-    }
-    r_tool = counts.rate("R_tool")
-    return CellDetail(
-        parsed=counts.parsed,
-        parsed_answerable=counts.parsed_answerable,
-        parsed_unanswerable=counts.parsed_unanswerable,
-        recorded_answerable=counts.recorded_answerable,
+        runs[record.repeat].append(record)
+    return dict(sorted(runs.items()))
+
+
+def _cell_summary(runs: dict[int, Counts]) -> CellSummary:
+    scored = [c for c in runs.values() if c.n]
+    rates = {m: mean([c.rate(m) for c in scored]) for m in PROPORTIONS}
+    vc, gc = rates["VC"], rates["GC"]
+    return CellSummary(
+        **rates,
+        OG=None if vc is None or gc is None else vc - gc,
+        PF=mean([float(c.pf) for c in scored]) or 0.0,
+        PF_total=sum(c.pf for c in runs.values()),
+        n=sum(c.n for c in runs.values()),
+        runs=len(scored),
+    )
+
+
+def _intervals(counts: Counts) -> dict[str, Interval | None]:
+    return {metric: wilson_interval(*counts.fraction(metric)) for metric in PROPORTIONS}
+
+
+def _run_detail(repeat: int, counts: Counts) -> RunDetail:
+    return RunDetail(
+        repeat=repeat,
+        n=counts.n,
+        PF=counts.pf,
         provider_errors=counts.provider_errors,
+        rates={metric: counts.rate(metric) for metric in RATE_METRICS},
+        intervals=_intervals(counts),
+    )
+
+
+def _cell_detail(runs: dict[int, Counts], pooled: Counts, summary: CellSummary) -> CellDetail:
+    r_tool = summary.R_tool
+    return CellDetail(
+        parsed=pooled.parsed,
+        parsed_answerable=pooled.parsed_answerable,
+        parsed_unanswerable=pooled.parsed_unanswerable,
+        recorded_answerable=pooled.recorded_answerable,
+        provider_errors=pooled.provider_errors,
         path={"R_context": None if r_tool is None else 100.0 - r_tool, "R_tool": r_tool},
-        intervals=intervals,
-        repeats={m: spread([c.rate(m) for c in repeat_counts]) for m in RATE_METRICS},
+        intervals_pooled=_intervals(pooled),
+        runs=[_run_detail(repeat, counts) for repeat, counts in runs.items()],
+        repeats={m: spread([c.rate(m) for c in runs.values() if c.n]) for m in RATE_METRICS},
     )
 
 
@@ -230,11 +288,26 @@ def _source_key(record: ProbeRecord) -> str:
     return clean_reference(record.parsed.source or "").casefold()
 
 
+def _retention(
+    d0: dict[tuple[str, int], ProbeRecord], deep: dict[tuple[str, int], ProbeRecord], ran: bool
+) -> list[RetentionRun]:
+    correct_by_run: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for key, record in d0.items():
+        correct_by_run[key[1]] += [key] if _grounded(record) else []
+    runs = []
+    for repeat, correct in sorted(correct_by_run.items()):
+        kept = [key for key in correct if _grounded(deep.get(key))]
+        ret = 100.0 * len(kept) / len(correct) if correct and ran else None
+        runs.append(RetentionRun(repeat=repeat, d0_correct=len(correct), kept=len(kept), Ret=ret))
+    return runs
+
+
 def _cross_state(grouped: Grouped, condition: str, roles: StateRoles) -> CrossStateDetail:
     def outcomes(state: str) -> dict[tuple[str, int], ProbeRecord]:
         return _answerable_outcomes(grouped.get(state, {}).get(condition, []))
 
     d0, deep, post = outcomes(roles.d0), outcomes(roles.deep), outcomes(roles.post)
+    deep_ran = condition in grouped.get(roles.deep, {})
     d0_correct = [key for key, record in d0.items() if _grounded(record)]
     kept = [key for key in d0_correct if _grounded(deep.get(key))]
     changed = [key for key in kept if _source_key(d0[key]) != _source_key(deep[key])]
@@ -249,6 +322,7 @@ def _cross_state(grouped: Grouped, condition: str, roles: StateRoles) -> CrossSt
     return CrossStateDetail(
         ret_d0_correct=len(d0_correct),
         ret_kept=len(kept),
+        ret_runs=_retention(d0, deep, deep_ran),
         drift_both_correct=len(kept),
         drift_changed=len(changed),
         source_drift=100.0 * len(changed) / len(kept) if kept else None,
@@ -271,10 +345,7 @@ def _diagnostics(
     gc_d0, gc_deep, gc_post = (metric(s, "GC") for s in (roles.d0, roles.deep, roles.post))
     ds = 100.0 * (gc_d0 - gc_deep) / gc_d0 if gc_d0 and gc_deep is not None else None
     delta = (gc_post - gc_deep) / 100.0 if gc_post is not None and gc_deep is not None else None
-    deep_ran = condition in states.get(roles.deep, {})
-    ret = (
-        100.0 * cross.ret_kept / cross.ret_d0_correct if cross.ret_d0_correct and deep_ran else None
-    )
+    ret = mean([run.Ret for run in cross.ret_runs])
     return Diagnostics(DS=ds, delta_comp=delta, Ret=ret, MI_d80k=metric(roles.deep, "MI"))
 
 
@@ -295,21 +366,41 @@ def _difference(left: float | None, right: float | None) -> float | None:
     return None if left is None or right is None else left - right
 
 
+class MixedProfilesError(ValueError):
+    """Records scored under different profiles cannot be aggregated together."""
+
+
+def scoring_profile(records: Sequence[ProbeRecord]) -> ProfileName | None:
+    """The one profile every record was scored under (None for no records)."""
+    profiles = sorted({record.scoring for record in records})
+    if len(profiles) > 1:
+        raise MixedProfilesError(
+            f"records were scored under several profiles ({', '.join(profiles)}); rescore "
+            "them under one (mirage rescore DIR --scoring PROFILE)"
+        )
+    return profiles[0] if profiles else None
+
+
 def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -> Aggregate:
     """Every table, diagnostic and figure input of a report, from indicator fields only."""
     roles = roles or StateRoles()
+    records = list(records)
     grouped = group_records(records, roles)
     states: dict[str, dict[str, CellSummary]] = {}
     cells: dict[str, dict[str, CellDetail]] = {}
     for state, conds in grouped.items():
         for condition, cell_records in conds.items():
-            counts = count(cell_records)
-            states.setdefault(state, {})[condition] = _cell_summary(counts)
-            cells.setdefault(state, {})[condition] = _cell_detail(cell_records, counts)
+            runs = {repeat: count(rs) for repeat, rs in _by_run(cell_records).items()}
+            summary = _cell_summary(runs)
+            states.setdefault(state, {})[condition] = summary
+            detail = _cell_detail(runs, count(cell_records), summary)
+            cells.setdefault(state, {})[condition] = detail
     conditions = sorted({c for conds in grouped.values() for c in conds})
     cross = {c: _cross_state(grouped, c, roles) for c in conditions}
     diagnostics = {c: _diagnostics(states, cross[c], c, roles) for c in conditions}
     return Aggregate(
+        scoring=scoring_profile(records),
+        runs=len({record.repeat for record in records}),
         roles=roles,
         states=states,
         diagnostics=diagnostics,

@@ -5,19 +5,35 @@ see ``runtime.snapshot``) and ``manifest.json``: state name, EIT at capture, com
 trunk position, models, pack, seed and workspace version. A *family* is every checkpoint of one
 trunk configuration; its folder name is a hash of that configuration, so a second run (or
 another answerer) with the same trunk reuses the checkpoints instead of rebuilding them.
+
+Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
+renamed into place, and ``family.json`` is written the same way only after every checkpoint of
+the family; so a kill (or a native crash in the model) at any moment leaves either a finished
+family or an unfinished one, whose trunk the next run rebuilds from scratch (``family_lock``
+keeps a concurrent run from rebuilding a family another run is building). A *finished*
+family with a missing or corrupt checkpoint is refused with the file and the fix (delete the
+family folder): rebuilding it silently could mix results from two different trunks.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from memory_server.store import atomic_write_bytes
 from runtime.session import Session
 from runtime.snapshot import SnapshotError, read_snapshot_bytes, save_snapshot
+
+log = structlog.get_logger(__name__)
 
 MANIFEST = "manifest.json"
 FAMILY_FILE = "family.json"
@@ -102,37 +118,74 @@ def write_checkpoint(
         workspace_version=workspace_version,
         trunk=trunk,
     )
-    tmp = directory / f".{MANIFEST}.tmp"
-    tmp.write_text(manifest.model_dump_json(indent=2))
-    tmp.replace(directory / MANIFEST)
+    atomic_write_bytes(directory / MANIFEST, manifest.model_dump_json(indent=2).encode())
     return Checkpoint(directory=directory, manifest=manifest)
 
 
+def _first_line(reason: object) -> str:
+    """The headline of an error (pydantic lists its details on the following lines)."""
+    return (str(reason).strip().splitlines() or [""])[0]
+
+
 def read_checkpoint(directory: Path) -> Checkpoint:
-    """Load and verify one checkpoint folder."""
+    """Load and verify one checkpoint folder; every problem is one line naming the file."""
+    path = directory / MANIFEST
     try:
-        manifest = CheckpointManifest.model_validate_json((directory / MANIFEST).read_text())
-    except FileNotFoundError as exc:
-        raise CheckpointError(f"{directory} has no {MANIFEST}") from exc
+        manifest = CheckpointManifest.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
-        raise CheckpointError(f"{directory / MANIFEST} is not a valid manifest: {exc}") from exc
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "manifest"
+        raise CheckpointError(f"{path}: not a valid manifest ({where}: {first['msg']})") from exc
     checkpoint = Checkpoint(directory=directory, manifest=manifest)
     try:
         header, _ = read_snapshot_bytes(checkpoint.snapshot_path)
     except SnapshotError as exc:
-        raise CheckpointError(str(exc)) from exc
+        raise CheckpointError(_first_line(exc)) from exc
     if header.sha256 != manifest.snapshot_sha256:
-        raise CheckpointError(f"{directory}: manifest and snapshot hashes differ")
+        raise CheckpointError(f"{path}: names a snapshot whose hash differs from its own")
     return checkpoint
 
 
 def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | None:
-    """All checkpoints of a finished family, or None if any state is missing."""
+    """All checkpoints of a finished family, or None when the family was never finished (the
+    trunk was interrupted; ``discard_unfinished_family`` clears it for the rebuild). A finished
+    family with a missing or corrupt checkpoint raises ``CheckpointError`` saying what to do."""
     if not (family_dir / FAMILY_FILE).exists():
         return None
-    return {state: read_checkpoint(family_dir / state) for state in states}
+    try:
+        return {state: read_checkpoint(family_dir / state) for state in states}
+    except CheckpointError as exc:
+        raise CheckpointError(
+            f"corrupt checkpoint: {exc}; delete {family_dir} to rebuild this trunk on the next "
+            "run (records already in results.jsonl are kept)"
+        ) from exc
+
+
+@contextmanager
+def family_lock(family_dir: Path) -> Iterator[None]:
+    """Held while a run looks for or builds the family, so a second run on the same output
+    waits and then reuses the finished family instead of rebuilding it under the first. The
+    kernel releases the lock when its process dies, so a killed run never leaves it stale."""
+    family_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(family_dir.with_name(f".{family_dir.name}.lock"), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("checkpoints.waiting_for_other_run", family=str(family_dir))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def discard_unfinished_family(family_dir: Path) -> None:
+    """Remove what an interrupted trunk left in ``family_dir`` (never a finished family)."""
+    if family_dir.is_dir() and not (family_dir / FAMILY_FILE).exists():
+        log.warning("checkpoints.unfinished_family_discarded", family=str(family_dir))
+        shutil.rmtree(family_dir)
 
 
 def mark_family_complete(family_dir: Path, trunk: TrunkConfig, summary: dict[str, object]) -> None:
+    """Written last, after every checkpoint of the family is durable: the family is finished."""
     payload = {"trunk": json.loads(trunk.model_dump_json()), **summary}
-    (family_dir / FAMILY_FILE).write_text(json.dumps(payload, indent=2))
+    atomic_write_bytes(family_dir / FAMILY_FILE, json.dumps(payload, indent=2).encode())

@@ -16,7 +16,7 @@ import structlog
 
 from harness.agents.base import AgentUnderTest, ProbeReply
 from harness.checkpoints import Checkpoint
-from harness.protocol import Condition, probe_prompt
+from harness.protocol import Condition
 from harness.records import (
     ProbeRecord,
     RecordKey,
@@ -24,7 +24,7 @@ from harness.records import (
     build_record,
     provider_error_record,
 )
-from harness.scoring import Gold, SourceResolver
+from harness.scoring import Gold, ScoringProfile, SourceResolver
 
 log = structlog.get_logger(__name__)
 
@@ -59,9 +59,14 @@ def plan_probes(
 
 
 def record_for(
-    task: ProbeTask, reply: ProbeReply, resolver: SourceResolver | None, model: str
+    task: ProbeTask,
+    reply: ProbeReply,
+    resolver: SourceResolver | None,
+    model: str,
+    profile: ScoringProfile,
 ) -> ProbeRecord:
     extra = {
+        "prompt_template": profile.template(task.condition),
         "model": model,
         "latency_s": reply.latency_s,
         "usage": reply.usage,
@@ -72,9 +77,11 @@ def record_for(
         "trace": reply.trace,
     }
     if reply.error is not None:
-        return provider_error_record(task.key, task.gold, reply.error, **extra)
+        return provider_error_record(task.key, task.gold, reply.error, profile, **extra)
     calls = [call.model_dump() for call in reply.tool_calls]
-    return build_record(task.key, reply.text, task.gold, resolver, tool_calls=calls, **extra)
+    return build_record(
+        task.key, reply.text, task.gold, resolver, profile, tool_calls=calls, **extra
+    )
 
 
 async def run_probes(
@@ -82,11 +89,13 @@ async def run_probes(
     tasks: Sequence[ProbeTask],
     results: ResultsLog,
     resolver: SourceResolver | None,
+    profile: ScoringProfile,
     *,
     concurrency: int = 1,
     on_done: Callable[[ProbeRecord], None] | None = None,
 ) -> int:
-    """Run every task whose key is not yet in ``results``; returns how many ran."""
+    """Run every task whose key is not yet in ``results``, asking and scoring each probe the
+    way ``profile`` does; returns how many ran."""
     pending = [task for task in tasks if task.key not in results]
     queue: asyncio.Queue[ProbeTask] = asyncio.Queue()
     for task in pending:
@@ -95,9 +104,9 @@ async def run_probes(
     async def worker() -> None:
         while not queue.empty():
             task = queue.get_nowait()
-            message = probe_prompt(task.question, task.condition)
+            message = profile.prompt(task.question, task.condition)
             reply = await agent.probe(task.checkpoint, message, tag=task.tag)
-            record = record_for(task, reply, resolver, agent.name)
+            record = record_for(task, reply, resolver, agent.name, profile)
             results.append(record)
             if on_done is not None:
                 on_done(record)

@@ -3,14 +3,21 @@
 Above: the probe runner (appends one record per probe), ``mirage rescore`` (rewrites indicator
 fields from raw outputs) and aggregation (reads indicator fields only). Below: one JSON object per
 line on disk. A record is keyed by (state, condition, question_id, repeat); a key is never
-written twice. Every append is one ``write`` of a whole line followed by ``fsync``, so a
-``kill -9`` can at worst leave a torn last line, which opening the log for writing repairs
-(truncates) and reading ignores.
+written twice.
+
+Durability: every append is one ``write`` of a whole line followed by ``fsync`` (a few ms,
+against ≥ 50 ms of harness work per probe and seconds of model time:
+``benchmarks/bench_results_log.py``), so an acknowledged probe survives a ``kill -9``, a native
+crash in the model or a power cut. Such a stop can at worst leave a torn last line (no final
+newline, or not JSON): reading leaves it out with a warning, opening the log for writing cuts it
+off so its probe runs again. A bad line anywhere else is never dropped: it is an error naming
+the file and line.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -18,14 +25,33 @@ from pathlib import Path
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, overload
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
-from harness.protocol import Condition, ParsedResponse
-from harness.scoring import Gold, Indicator, ProbeScore, SourceResolver, score_reply
+from harness.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
+from harness.scoring import (
+    Gold,
+    Indicator,
+    ProbeScore,
+    ScoringProfile,
+    SourceResolver,
+    get_profile,
+    score_reply,
+)
 
 log = structlog.get_logger(__name__)
 
 RESULTS_FILE = "results.jsonl"
+# 1: no scoring profile recorded (scored by what is now ``lenient``); 2: ``scoring`` and
+# ``prompt_template`` recorded with every record.
+SCHEMA_VERSION = 2
+STORED = "stored"  # validation context flag: the data comes from a results file
 RETRIEVAL_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get"})
 RetrievalPath = Literal["R_context", "R_tool"]
 _ANSWERABLE_ONLY = ("SC", "VC", "GC", "WS")
@@ -59,6 +85,9 @@ class ProbeRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
+    scoring: ProfileName = DEFAULT_PROFILE
+    prompt_template: str | None = None
     state: str = Field(min_length=1)
     condition: Condition
     question_id: str = Field(min_length=1)
@@ -92,6 +121,21 @@ class ProbeRecord(BaseModel):
         """A recorded probe call that enters the metrics (provider errors do not)."""
         return self.provider_error is None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any, info: ValidationInfo) -> Any:
+        """A stored version-1 line (no ``schema_version``) was scored by the rules now called
+        lenient; records built in code without a version are the current version."""
+        stored = bool(info.context and info.context.get(STORED))
+        if stored and isinstance(data, dict) and "schema_version" not in data:
+            return {**data, "schema_version": 1, "scoring": data.get("scoring", "lenient")}
+        return data
+
+    @classmethod
+    def from_line(cls, line: str | bytes) -> ProbeRecord:
+        """A record as stored in ``results.jsonl`` (older schema versions migrated)."""
+        return cls.model_validate_json(line, context={STORED: True})
+
     @model_validator(mode="after")
     def _indicators_consistent(self) -> ProbeRecord:
         if self.gold is not None and self.gold.answerable != self.gold_answerable:
@@ -116,6 +160,8 @@ def retrieval_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
 
 def _score_fields(score: ProbeScore) -> dict[str, Any]:
     return {
+        "schema_version": SCHEMA_VERSION,
+        "scoring": score.scoring,
         "parsed": score.outcome.parsed,
         "pf": score.outcome.pf,
         "pf_reason": score.outcome.pf_reason,
@@ -129,11 +175,13 @@ def build_record(
     raw_output: str | None,
     gold: Gold,
     resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
     **extra: Any,
 ) -> ProbeRecord:
-    """Score ``raw_output`` against ``gold`` and assemble the record for ``key``."""
+    """Score ``raw_output`` against ``gold`` under ``profile`` and assemble the record for
+    ``key`` (``extra`` fields such as ``prompt_template`` and ``tool_calls`` are kept)."""
     tool_calls = [ToolCallRecord.model_validate(c) for c in extra.pop("tool_calls", [])]
-    fields = _score_fields(score_reply(raw_output, gold, resolver))
+    fields = _score_fields(score_reply(raw_output, gold, resolver, profile))
     return ProbeRecord(
         **key._asdict(),
         gold_answerable=gold.answerable,
@@ -146,20 +194,37 @@ def build_record(
     )
 
 
-def provider_error_record(key: RecordKey, gold: Gold, error: str, **extra: Any) -> ProbeRecord:
+def provider_error_record(
+    key: RecordKey,
+    gold: Gold,
+    error: str,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+    **extra: Any,
+) -> ProbeRecord:
     """The record of a probe whose backbone call failed after bounded retries (not a PF)."""
     return ProbeRecord(
-        **key._asdict(), gold_answerable=gold.answerable, gold=gold, provider_error=error, **extra
+        **key._asdict(),
+        gold_answerable=gold.answerable,
+        gold=gold,
+        provider_error=error,
+        scoring=get_profile(profile).name,
+        **extra,
     )
 
 
-def rescore_record(record: ProbeRecord, resolver: SourceResolver | None) -> ProbeRecord:
-    """The same record with its indicators recomputed from ``raw_output`` by the current scorer."""
+def rescore_record(
+    record: ProbeRecord,
+    resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+) -> ProbeRecord:
+    """The same record with its indicators recomputed from ``raw_output`` under ``profile``
+    (the record then carries the current schema version and that profile's name)."""
     if record.provider_error is not None:
-        return record
+        scoring = get_profile(profile).name
+        return record.model_copy(update={"schema_version": SCHEMA_VERSION, "scoring": scoring})
     if record.gold is None:
         raise ValueError(f"record {tuple(record.key)} has no gold annotation; cannot rescore")
-    fields = _score_fields(score_reply(record.raw_output, record.gold, resolver))
+    fields = _score_fields(score_reply(record.raw_output, record.gold, resolver, profile))
     return record.model_copy(update=fields)
 
 
@@ -179,24 +244,54 @@ class KeyedRecord(Protocol):
 RecordT = TypeVar("RecordT", bound=KeyedRecord)
 
 
+class _Scan(NamedTuple, Generic[RecordT]):
+    records: list[RecordT]
+    intact: int  # bytes up to the end of the last line kept
+    torn_line: int | None  # number of the torn last line that was left out
+
+
 def _parse_line(line: bytes, number: int, path: Path, record_type: type[RecordT]) -> RecordT:
     try:
+        if record_type is ProbeRecord:
+            return ProbeRecord.from_line(line)  # type: ignore[return-value]  # migrates old schemas
         return record_type.model_validate_json(line)  # type: ignore[attr-defined]
     except ValidationError as exc:
-        raise ResultsLogError(f"{path}:{number}: invalid probe record: {exc}") from exc
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        reason = f"{where}: {first['msg']}" if where else str(first["msg"])
+        more = f"; {exc.error_count() - 1} more problem(s)" if exc.error_count() > 1 else ""
+        raise ResultsLogError(
+            f"{path}:{number}: corrupt probe record ({reason}{more}); mirage never writes such "
+            "a line: repair or delete it (a deleted probe is re-run on resume)"
+        ) from exc
 
 
-def _scan(path: Path, record_type: type[RecordT]) -> tuple[list[RecordT], int]:
-    """Records of every complete line and the byte length of that complete prefix."""
+def _is_torn(line: bytes, terminated: bool) -> bool:
+    """A last line cut short by a kill: no final newline, or not JSON at all."""
+    if not terminated:
+        return True
+    try:
+        json.loads(line)
+    except ValueError:
+        return True
+    return False
+
+
+def _scan(path: Path, record_type: type[RecordT]) -> _Scan[RecordT]:
+    """Records of every line; only the last non-blank line may be torn, and is left out."""
     data = path.read_bytes() if path.exists() else b""
+    lines = data.split(b"\n")  # the final item is whatever follows the last newline
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     records: list[RecordT] = []
     offset = 0
-    lines = data.split(b"\n")
-    for number, line in enumerate(lines[:-1], start=1):
+    for index, line in enumerate(lines):
+        terminated = index < len(lines) - 1
+        if index == last and _is_torn(line, terminated):
+            return _Scan(records, offset, index + 1)
         if line.strip():
-            records.append(_parse_line(line, number, path, record_type))
-        offset += len(line) + 1
-    return records, offset
+            records.append(_parse_line(line, index + 1, path, record_type))
+        offset += len(line) + terminated
+    return _Scan(records, offset, None)
 
 
 @overload
@@ -204,16 +299,17 @@ def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]: ...
 @overload
 def read_records(path: str | os.PathLike[str], record_type: type[RecordT]) -> list[RecordT]: ...
 def read_records(path: str | os.PathLike[str], record_type: Any = ProbeRecord) -> list[Any]:
-    """All records of a results file (a torn last line is ignored; duplicates keep the first)."""
+    """All records of a results file (a torn last line is left out with a warning; duplicates
+    keep the first; a corrupt line anywhere else raises ``ResultsLogError``)."""
     file = Path(path)
     if file.is_dir():
         file = file / RESULTS_FILE
     if not file.exists():
         raise FileNotFoundError(f"no results file at {file}")
-    records, complete = _scan(file, record_type)
-    if complete < file.stat().st_size:
-        log.warning("results.torn_last_line_ignored", path=str(file))
-    return list(_unique(records, file))
+    scan = _scan(file, record_type)
+    if scan.torn_line is not None:
+        log.warning("results.torn_last_line_ignored", path=str(file), line=scan.torn_line)
+    return list(_unique(scan.records, file))
 
 
 def _unique(records: Iterable[RecordT], path: Path) -> Iterator[RecordT]:
@@ -224,6 +320,14 @@ def _unique(records: Iterable[RecordT], path: Path) -> Iterator[RecordT]:
             continue
         seen.add(record.key)
         yield record
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class ResultsLog(Generic[RecordT]):
@@ -242,23 +346,36 @@ class ResultsLog(Generic[RecordT]):
         self.record_type = record_type
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        created = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(self._fd)
-            raise ResultsLogError(f"{self.path} is being written by another run") from exc
-        self._records = self._load_and_repair()
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise ResultsLogError(f"{self.path} is being written by another run") from exc
+            if created:
+                _fsync_directory(self.path.parent)  # the new file's name is durable too
+            self._records = self._load_and_repair()
+        except BaseException:
+            self.close()
+            raise
         self._keys = {r.key for r in self._records}
 
     def _load_and_repair(self) -> list[RecordT]:
-        records, complete = _scan(self.path, self.record_type)
+        """The records so far; a torn last line (a kill mid-write) is cut off, so its probe
+        runs again."""
+        scan = _scan(self.path, self.record_type)
         size = os.fstat(self._fd).st_size
-        if complete < size:
-            log.warning("results.torn_line_repaired", path=str(self.path), dropped=size - complete)
-            os.ftruncate(self._fd, complete)
+        if scan.intact < size:
+            log.warning(
+                "results.torn_last_line_dropped",
+                path=str(self.path),
+                line=scan.torn_line,
+                bytes=size - scan.intact,
+            )
+            os.ftruncate(self._fd, scan.intact)
             os.fsync(self._fd)
-        return list(_unique(records, self.path))
+        return list(_unique(scan.records, self.path))
 
     def __enter__(self) -> ResultsLog[RecordT]:
         return self

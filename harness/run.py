@@ -21,16 +21,43 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.checkpoints import Checkpoint, TrunkConfig, load_family, mark_family_complete
-from harness.protocol import CONDITIONS, Condition
-from harness.scoring import Gold
+from harness.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    TrunkConfig,
+    family_lock,
+    load_family,
+    mark_family_complete,
+)
+from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.rundir import RUN_CONFIG
+from harness.scoring import Gold, ScoringProfile, get_profile
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_MODEL = "local/smollm2-135m"
 SCRIPTED_TRUNK_WINDOW = 8192
+
+
+class RunInputError(RuntimeError):
+    """A file the run reads or writes is bad (pack, checkpoint, results log); the message is
+    one line naming the file and what to do."""
+
+
+@contextmanager
+def bad_files_reported() -> Iterator[None]:
+    """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
+    from harness.packs.schema import PackFormatError, PackPathError
+    from harness.records import ResultsLogError
+
+    try:
+        yield
+    except PackFormatError as exc:
+        raise RunInputError(exc.summary()) from exc
+    except (PackPathError, CheckpointError, ResultsLogError) as exc:
+        raise RunInputError(str(exc)) from exc
 
 
 class RunConfig(BaseModel):
@@ -41,6 +68,10 @@ class RunConfig(BaseModel):
     trunk_model: str = DEFAULT_MODEL
     summarizer_model: str | None = None
     profile: str = "scaled"
+    scoring: ProfileName = Field(
+        default=DEFAULT_PROFILE,
+        description="Probe wording and scoring rules: paper (the released scorer) or lenient",
+    )
     conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
     repeats: int = Field(default=1, ge=1)
     limit: int | None = Field(default=None, ge=2)
@@ -79,6 +110,13 @@ class RunConfig(BaseModel):
     )
     memory_token: str | None = Field(default=None, exclude=True)
 
+    @field_validator("summary_format")
+    @classmethod
+    def _summary_format_known(cls, value: str) -> str:
+        from compaction.config import check_format
+
+        return check_format(value)  # a bad template:FILE fails here, before any work
+
     @model_validator(mode="after")
     def _agent_options(self) -> RunConfig:
         if self.agent is not None:
@@ -102,6 +140,10 @@ class RunConfig(BaseModel):
         if self.summarizer_model:
             return self.summarizer_model
         return DEFAULT_MODEL if self.trunk_model == "scripted" else self.trunk_model
+
+
+class ResumeError(ValueError):
+    """An existing output folder cannot be resumed with this configuration."""
 
 
 def model_slug(model: str) -> str:
@@ -153,13 +195,16 @@ def memory_binding(url: str, token: str | None) -> tuple[str, int]:
         raise ValueError(f"--memory-url must be http://HOST:PORT/mcp, got {url!r}")
     if parts.path not in ("", "/", MCP_PATH):
         raise ValueError(f"--memory-url path must be {MCP_PATH} (the server's endpoint): {url!r}")
-    check_binding(parts.hostname, token)
+    check_binding(parts.hostname, token, token_option="--memory-token")
     return parts.hostname, parts.port
 
 
 def pack_digest(pack_root: Path) -> str:
+    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
+    root = pack_root.resolve()
     digest = hashlib.sha256()
-    for path in sorted(p for p in pack_root.rglob("*") if p.is_file()):
+    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
+    for path in sorted(p for p in inside if p.is_file()):
         digest.update(str(path.relative_to(pack_root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -223,7 +268,8 @@ class MirageRun:
         self.config = config
         self.backbones = dict(backbones or {})
         self.out = config.out
-        self.pack = load_pack(config.pack)
+        with bad_files_reported():
+            self.pack = load_pack(config.pack)
         self.progress = progress
         self.window = self._trunk_window()
         self.profile = resolve_profile(config.profile, self.window)
@@ -267,20 +313,25 @@ class MirageRun:
         from memory_server.index import HybridIndex
         from memory_server.workspace import Workspace
 
+        progress = self.progress
+        task = progress.add_task("workspace + index", total=1) if progress else None
         if not (self.workspace / "MANIFEST.yaml").exists():
             self.pack.materialize_workspace(self.workspace)
         index = HybridIndex(Workspace.open(self.workspace))
         index.sync()
+        if progress:
+            progress.update(task, completed=1)
         return index
 
     async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
         trunk = self.trunk_config()
         family_dir = self.out / "checkpoints" / trunk.family_id()
-        existing = load_family(family_dir, [s.name for s in self.profile.states])
-        if existing is not None:
-            log.info("checkpoints_reused", family=family_dir.name)
-            return existing
-        return await self._build_trunk(trunk, family_dir, index)
+        with family_lock(family_dir):
+            existing = load_family(family_dir, [s.name for s in self.profile.states])
+            if existing is not None:
+                log.info("checkpoints_reused", family=family_dir.name)
+                return existing
+            return await self._build_trunk(trunk, family_dir, index)
 
     async def _build_trunk(
         self, trunk: TrunkConfig, family_dir: Path, index: Any
@@ -339,11 +390,35 @@ class MirageRun:
         chosen = select_questions(list(self.pack.questions), self.config.limit)
         return [(q.id, q.question, Gold.from_question(q)) for q in chosen]
 
+    @property
+    def scoring(self) -> ScoringProfile:
+        return get_profile(self.config.scoring)
+
     def resolver(self) -> Any:
-        from harness.scoring import ChainResolver, KnownIdResolver
         from memory_server.workspace import Workspace
 
-        return ChainResolver(Workspace.open(self.workspace), KnownIdResolver(self.pack.artifacts))
+        return self.scoring.source_resolver(Workspace.open(self.workspace))
+
+    def result_dirs(self) -> list[Path]:
+        """The per-answerer result folders this run writes."""
+        if self.config.agent is not None:
+            return [self.out / model_slug(self.config.agent_model or self.config.agent)]
+        return [self.out / model_slug(model) for model in self.config.models]
+
+    def check_resumable(self) -> None:
+        """Refuse to resume result folders scored under another profile (their prompts differ
+        too, so the records would not be comparable)."""
+        from harness.records import RESULTS_FILE, read_records
+
+        for folder in self.result_dirs():
+            if not (folder / RESULTS_FILE).is_file():
+                continue
+            other = sorted({r.scoring for r in read_records(folder)} - {self.config.scoring})
+            if other:
+                raise ResumeError(
+                    f"{folder / RESULTS_FILE} holds records of scoring profile "
+                    f"{', '.join(other)}; resume with --scoring {other[0]} or use a new --out"
+                )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
@@ -379,8 +454,7 @@ class MirageRun:
 
     async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         assert self.config.agent is not None
-        name = self.config.agent_model or self.config.agent
-        model_dir = self.out / model_slug(name)
+        (model_dir,) = self.result_dirs()
         agent = self.external_agent(model_dir / "calls.jsonl")
         try:
             return await self.probe_agent(agent, model_dir, checkpoints, index)
@@ -393,10 +467,12 @@ class MirageRun:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
         from harness.probes import plan_probes, run_probes
         from harness.records import ResultsLog
+        from harness.rundir import write_workspace_link
 
         questions = self.questions()
         resolver = self.resolver()
         model_dir.mkdir(parents=True, exist_ok=True)
+        write_workspace_link(model_dir, self.workspace)
         with (
             ResultsLog(model_dir / "results.jsonl") as results,
             memory_endpoint(
@@ -422,6 +498,7 @@ class MirageRun:
                     tasks,
                     results,
                     resolver,
+                    self.scoring,
                     concurrency=self.config.concurrency,
                     on_done=self._probe_progress(agent.name, state, len(tasks)),
                 )
@@ -436,10 +513,15 @@ class MirageRun:
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders (each with its report)."""
+        with bad_files_reported():
+            return await self._stages()
+
+    async def _stages(self) -> list[Path]:
         from harness.report import write_report
 
+        self.check_resumable()
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "run.json").write_text(self.config.model_dump_json(indent=2))
+        (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()
         try:
             checkpoints = await self.checkpoints(index)

@@ -42,6 +42,12 @@ class Spread(BaseModel):
     max: float
 
 
+def mean(values: Sequence[float | None]) -> float | None:
+    """Mean of the defined values; ``None`` when there are none."""
+    defined = [float(v) for v in values if v is not None]
+    return statistics.fmean(defined) if defined else None
+
+
 def spread(values: Sequence[float | None]) -> Spread | None:
     """Mean and spread of the defined values; ``None`` when there are none."""
     defined = [float(v) for v in values if v is not None]

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_server.lines import split_lines
+
 
 class CallRecord(BaseModel):
     """One tool call as the server saw it."""
@@ -64,7 +66,7 @@ def read_calls(path: str | os.PathLike[str], tag: str | None = None) -> list[Cal
     if not log_path.is_file():
         return []
     records = []
-    for line in log_path.read_text(encoding="utf-8").splitlines():
+    for line in split_lines(log_path.read_text(encoding="utf-8")):
         if not line.strip():
             continue
         try:

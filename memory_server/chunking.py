@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from memory_server.errors import InvalidInputError
+from memory_server.lines import split_lines
 from memory_server.manifest import FileKind
 
 CHUNKER_VERSION = "1"
@@ -87,7 +88,7 @@ Piece = tuple[str, int, int, str]
 
 def _paragraph_pieces(text: str, locator: str = "", first_line: int = 1) -> Iterator[Piece]:
     """Windows of whole lines up to MAX_CHUNK_CHARS, preferring to break at blank lines."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     buffer: list[str] = []
     start = first_line
     for offset, line in enumerate(lines):
@@ -109,7 +110,7 @@ def _size(buffer: list[str]) -> int:
 
 
 def _markdown_pieces(text: str) -> Iterator[Piece]:
-    lines = text.splitlines()
+    lines = split_lines(text)
     sections: list[tuple[int, list[str], str]] = []
     trail: list[tuple[int, str]] = []
     current: list[str] = []
@@ -134,18 +135,38 @@ def _markdown_pieces(text: str) -> Iterator[Piece]:
 def _csv_pieces(text: str) -> Iterator[Piece]:
     sample = text[:4096]
     delimiter = "\t" if sample.count("\t") > sample.count(",") else ","
-    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
-    if not rows:
+    try:
+        records = _csv_records(text, delimiter)
+    except csv.Error:
+        yield from _paragraph_pieces(text)
         return
-    header = [cell.strip() or f"column_{index + 1}" for index, cell in enumerate(rows[0])]
-    data = [(number, row) for number, row in enumerate(rows[1:], start=2) if any(row)]
+    if not records:
+        return
+    header = [cell.strip() or f"column_{index + 1}" for index, cell in enumerate(records[0][2])]
+    data = [
+        (number, first, last, row)
+        for number, (first, last, row) in enumerate(records[1:], start=1)
+        if any(row)
+    ]
     per_chunk = max(1, math.ceil(len(data) / MAX_CSV_CHUNKS))
     for index in range(0, len(data), per_chunk):
         group = data[index : index + per_chunk]
-        body = "\n".join(_csv_row(header, row) for _, row in group)
-        first, last = group[0][0], group[-1][0]
-        locator = f"row {first - 1}" if first == last else f"rows {first - 1}-{last - 1}"
-        yield body, first, last, locator
+        body = "\n".join(_csv_row(header, row) for *_, row in group)
+        first_row, last_row = group[0][0], group[-1][0]
+        locator = f"row {first_row}" if first_row == last_row else f"rows {first_row}-{last_row}"
+        yield body, group[0][1], group[-1][2], locator
+
+
+def _csv_records(text: str, delimiter: str) -> list[tuple[int, int, list[str]]]:
+    """(first line, last line, cells) of every record; a quoted cell may span several lines,
+    and the reader's source splits lines at "\n" only, as ``split_lines`` does."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    records = []
+    previous_end = 0
+    for row in reader:
+        records.append((previous_end + 1, reader.line_num, row))
+        previous_end = reader.line_num
+    return records
 
 
 def _csv_row(header: list[str], row: list[str]) -> str:
@@ -189,7 +210,7 @@ def _json_groups(data: Any, root: str) -> list[tuple[str, list[str]]]:
 
 def _json_group_lines(text: str, data: Any, count: int) -> list[tuple[int, int]]:
     """The line span of each top-level member, found by decoding the members in order."""
-    last_line = max(1, text.count("\n") + 1)
+    last_line = max(1, len(split_lines(text)))
     starts = _member_offsets(text, data)
     if len(starts) != count:
         return [(1, last_line)] * count
@@ -235,7 +256,7 @@ def _leaves(data: Any, path: str) -> list[str]:
 
 
 def _jsonl_pieces(text: str) -> Iterator[Piece]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -248,7 +269,7 @@ def _jsonl_pieces(text: str) -> Iterator[Piece]:
 
 def _code_pieces(text: str) -> Iterator[Piece]:
     """Top-level blocks (def/class/function…), each split further if long."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     starts = [0] + [
         index for index, line in enumerate(lines) if index > 0 and _CODE_BLOCK_START.match(line)
     ]
@@ -261,7 +282,7 @@ def _code_pieces(text: str) -> Iterator[Piece]:
 
 
 def _pdf_pieces(text: str) -> Iterator[Piece]:
-    lines = text.splitlines()
+    lines = split_lines(text)
     page_starts = [index for index, line in enumerate(lines) if line.startswith("--- page ")]
     bounds = zip(page_starts, [*page_starts[1:], len(lines)], strict=True)
     for begin, end in bounds:

@@ -39,11 +39,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_binding(host: str, token: str | None) -> None:
+def check_binding(host: str, token: str | None, token_option: str = "--token") -> None:
+    """Refuse a non-loopback binding without a token; ``token_option`` is the caller's own
+    option that sets the token (named in the error)."""
     if not is_loopback(host) and not token:
         raise ValueError(
-            f"refusing to serve on {host} without a bearer token: pass --token (clients then "
-            "send 'Authorization: Bearer <token>'), or bind to 127.0.0.1"
+            f"refusing to serve on {host} without a bearer token: pass {token_option} (clients "
+            "then send 'Authorization: Bearer <token>'), or bind to 127.0.0.1"
         )
 
 

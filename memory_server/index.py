@@ -14,13 +14,17 @@ new keys; keys of a version are what restrict a query to that version.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import shutil
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 import numpy as np
@@ -29,10 +33,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_server.chunking import CHUNKER_VERSION, PdfUnavailableError, chunk_text, extract_text
 from memory_server.embedding import Embedder, EmbeddingCache, embed_cached
-from memory_server.errors import InvalidInputError, UnknownReferenceError
+from memory_server.errors import (
+    CorruptStateError,
+    InvalidInputError,
+    UnknownReferenceError,
+    short_reason,
+)
 from memory_server.keyword import KeywordStore, StoredChunk
 from memory_server.manifest import ArtifactRecord, BuiltManifest, FileEntry
+from memory_server.stores import EMBEDDED_CLIENTS, IndexDirectory, IndexPointer, StoreView
 from memory_server.workspace import Workspace
+from memory_server.writelock import WriterBusyError
 
 log = structlog.get_logger(__name__)
 
@@ -40,7 +51,11 @@ RRF_K = 60
 SNIPPET_CHARS = 320
 _CARD_KINDS = frozenset({"image", "binary"})
 _UNITS_PER_BATCH = 256
+_CHUNKS_PER_WRITE = 2000
 _CHROMA_BATCH = 1000
+# How long a search waits for the writer lock (to add new files, or to reload a store another
+# process changed) before serving what is indexed; writes hold it for one slice at most.
+SEARCH_LOCK_WAIT_S = 5.0
 
 
 class IndexConfig(BaseModel):
@@ -55,6 +70,12 @@ class IndexConfig(BaseModel):
         default=None, description="http(s)://host:port of a Chroma server; None = embedded store"
     )
     batch_size: int = Field(default=64, ge=1, le=4096)
+    lock_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a write waits for another process's write to the same index "
+        "before failing with WriterBusyError (searches wait at most SEARCH_LOCK_WAIT_S).",
+    )
     embedding_cache: Path | None = Field(
         default=None,
         description="SQLite embedding cache; None = <workspace>/.mirage/embeddings.sqlite. "
@@ -168,7 +189,9 @@ def _snippet(text: str) -> str:
 
 
 class HybridIndex:
-    """Index of one workspace. Thread-safe: syncs are serialised, searches run concurrently."""
+    """Index of one workspace, safe to share between threads and processes: every write
+    holds the workspace's writer lock (briefly: at most one slice of chunks), searches take no
+    lock and follow what other processes wrote (see ``memory_server.stores``)."""
 
     def __init__(
         self,
@@ -179,18 +202,17 @@ class HybridIndex:
         self.workspace = workspace
         self.config = config or IndexConfig()
         self.embedder = embedder or Embedder(self.config.model_path, self.config.batch_size)
-        index_dir = workspace.state_dir / "index"
         self.cache = EmbeddingCache(
             self.config.embedding_cache or workspace.state_dir / "embeddings.sqlite"
         )
-        self.keyword = KeywordStore(index_dir / "keyword.sqlite")
-        self._client = _make_chroma_client(self.config, index_dir / "chroma")
-        self._collection_name = self._make_collection_name()
-        self._collection = self._open_collection()
-        self._sync_lock = threading.RLock()
+        self._directory = IndexDirectory(workspace.state_dir / "index", workspace.root)
+        self._http = _http_client(self.config.chroma_url) if self.config.chroma_url else None
+        self._collection_base = self._make_collection_name()
+        self._views_guard = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._units_cache: tuple[BuiltManifest, dict[str, IndexUnit]] | None = None
-        self._check_consistency()
+        self._version_units: dict[str, frozenset[str]] = {}
+        self._view = self._open_current()
 
     # -- stores -----------------------------------------------------------------------------
 
@@ -201,66 +223,259 @@ class HybridIndex:
             return f"mirage-{workspace_tag[:12]}-{slug}"
         return f"mirage-{slug}"
 
-    def _open_collection(self) -> Any:
-        from memory_server.embedding import chroma_embedding_function
+    def _collection_name(self, generation: str) -> str:
+        """Embedded stores live in their generation's folder; a Chroma server holds the
+        collections of every generation side by side."""
+        return f"{self._collection_base}-{generation}" if self._http else self._collection_base
 
-        return self._client.get_or_create_collection(
-            name=self._collection_name,
-            embedding_function=chroma_embedding_function(self.config.model_path),
-            configuration={"hnsw": {"space": "cosine"}},
-        )
+    def _lock(self, timeout: float) -> AbstractContextManager[None]:
+        return self._directory.lock.hold(timeout)
 
-    def _check_consistency(self) -> None:
-        """A half-deleted index (one store lost) is rebuilt from the files, not trusted."""
-        if self._collection.count() != self.keyword.chunk_count():
+    def _open_current(self) -> StoreView:
+        """Open the current generation (making one if there is none); a half-lost index (the
+        two stores disagree) is replaced by an empty generation that the next sync fills."""
+        with self._lock(self.config.lock_timeout_s):
+            pointer = self._directory.pointer() or self._start_generation()
+            view = self._open_view(pointer)
+            if self._collection(view).count() == view.keyword.chunk_count():
+                return view
             log.warning("index.inconsistent_rebuilding", workspace=str(self.workspace.root))
-            self._reset_stores()
+            self._close_view(view)
+            view = self._open_view(self._start_generation())
+            self._directory.collect(on_delete=self._drop_collection)
+            return view
 
-    def _reset_stores(self) -> None:
-        self._client.delete_collection(self._collection_name)
-        self._collection = self._open_collection()
-        self.keyword.clear()
+    def _start_generation(self) -> IndexPointer:
+        """A new, empty generation made current (the caller holds the writer lock)."""
+        pointer = IndexPointer(generation=self._directory.new_generation())
+        self._directory.point_to(pointer)
+        return pointer
+
+    def _open_view(self, pointer: IndexPointer) -> StoreView:
+        view = StoreView(self._directory, pointer)
+        if self._http is None:
+            EMBEDDED_CLIENTS.acquire(view.chroma_path, pointer.serial)
+        return view
+
+    def _close_view(self, view: StoreView) -> None:
+        if self._http is None:
+            EMBEDDED_CLIENTS.release(view.chroma_path)
+        view.close()
+
+    def _collection(self, view: StoreView, *, reopen: bool = False) -> Any:
+        """The view's chroma collection; ``reopen`` (under the writer lock) reloads an
+        embedded store whose in-memory state is suspect."""
+        if self._http is not None:
+            client, epoch = self._http, 0
+        else:
+            client, epoch = EMBEDDED_CLIENTS.client(view.chroma_path, view.serial, reopen=reopen)
+        if view.collection is None or view.epoch != epoch:
+            from memory_server.embedding import chroma_embedding_function
+
+            view.collection = client.get_or_create_collection(
+                name=self._collection_name(view.generation),
+                embedding_function=chroma_embedding_function(self.config.model_path),
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+            view.epoch = epoch
+            view.loaded = False
+        return view.collection
+
+    def _drop_collection(self, generation: str) -> None:
+        if self._http is not None:
+            with contextlib.suppress(Exception):
+                self._http.delete_collection(self._collection_name(generation))
+
+    def _fresh_view(self) -> StoreView:
+        """The view to search: the current generation as of now, following other processes'
+        writes; while the writer lock stays busy, the view as it was (consistent, maybe
+        missing the newest writes)."""
+        pointer = self._directory.pointer()
+        view = self._view
+        behind = pointer is not None and (
+            pointer.generation != view.generation or pointer.serial > view.serial
+        )
+        if not behind and not view.suspect:
+            return view
+        try:
+            with self._lock(SEARCH_LOCK_WAIT_S):
+                return self._follow(self._directory.pointer())
+        except WriterBusyError:
+            log.info("index.follow_deferred", generation=view.generation)
+            return view
+
+    def _follow(self, pointer: IndexPointer | None) -> StoreView:
+        """Bring the view up to ``pointer`` (the caller holds the writer lock)."""
+        view = self._view
+        if pointer is None:
+            return view
+        if pointer.generation != view.generation:
+            self._switch(self._open_view(pointer))
+            view = self._view
+            self._directory.collect(on_delete=self._drop_collection)
+        view.serial = max(view.serial, pointer.serial)
+        self._collection(view, reopen=view.suspect)
+        view.suspect = False
+        return view
+
+    def _switch(self, view: StoreView) -> None:
+        """Search ``view`` from now on; the previous view closes once no call uses it."""
+        previous, self._view = self._view, view
+        self._retire(previous)
+
+    def _retire(self, view: StoreView) -> None:
+        with self._views_guard:
+            view.retired = True
+            if view.users == 0:
+                self._close_view(view)
+
+    @contextmanager
+    def _using(self, view: StoreView | None = None) -> Iterator[StoreView]:
+        """Keep a view open while it is used (a generation switch closes it afterwards)."""
+        view = view or self._fresh_view()
+        with self._views_guard:
+            while view.retired:  # switched away from since it was picked
+                view = self._view
+            view.users += 1
+        try:
+            yield view
+        finally:
+            with self._views_guard:
+                view.users -= 1
+                closing = view.retired and view.users == 0
+            if closing:
+                self._close_view(view)
+
+    @contextmanager
+    def _writing(self, timeout: float) -> Iterator[StoreView]:
+        """Write the current generation under the writer lock; afterwards its serial tells
+        other processes to reload."""
+        with self._lock(timeout):
+            view = self._follow(self._directory.pointer() or self._start_generation())
+            try:
+                with self._using(view):
+                    yield view
+            finally:
+                bumped = IndexPointer(generation=view.generation, serial=view.serial + 1)
+                self._directory.point_to(bumped)
+                view.serial = bumped.serial
+                if self._http is None:
+                    EMBEDDED_CLIENTS.mark_written(view.chroma_path, bumped.serial)
+
+    @property
+    def keyword(self) -> KeywordStore:
+        return self._fresh_view().keyword
 
     def chunk_count(self) -> int:
-        return self.keyword.chunk_count()
+        with self._using() as view:
+            return view.keyword.chunk_count()
 
     # -- building ---------------------------------------------------------------------------
 
-    def sync(self, version: str | None = None, *, collect_garbage: bool = False) -> SyncReport:
-        """Index every unit of the working tree (or of ``version``) not indexed yet. With
-        ``collect_garbage``, drop units no longer in the working tree nor in any snapshot."""
-        with self._sync_lock:
-            manifest = self._manifest(version)
-            units = self._units_of(manifest)
-            known = self.keyword.unit_keys()
-            report = SyncReport()
-            pending = [units[key] for key in sorted(units) if key not in known]
-            for start in range(0, len(pending), _UNITS_PER_BATCH):
-                self._add_units(pending[start : start + _UNITS_PER_BATCH], version, report)
-            if collect_garbage:
-                self._collect_garbage(set(units) | self._snapshot_keys(), report)
+    def sync(
+        self,
+        version: str | None = None,
+        *,
+        collect_garbage: bool = False,
+        lock_timeout: float | None = None,
+    ) -> SyncReport:
+        """Index every unit of the working tree (or of ``version``) not indexed yet; a sync of
+        the working tree also drops units that neither the tree nor any snapshot has any more
+        (a note's previous content after an append). ``collect_garbage`` also deletes index
+        generations no process uses. Writes wait at most ``lock_timeout`` seconds (default
+        ``IndexConfig.lock_timeout_s``) for another writer, then raise ``WriterBusyError``."""
+        timeout = self.config.lock_timeout_s if lock_timeout is None else lock_timeout
+        manifest = self._manifest(version)
+        units = self._units_of(manifest)
+        report = SyncReport()
+        with self._using() as view:
+            known = view.keyword.unit_keys()
+        pending = [units[key] for key in sorted(units) if key not in known]
+        self._add_units(pending, version, report, timeout)
+        if version is None and not known <= units.keys():
+            self._drop_stale(set(units), report, timeout)
+        if collect_garbage:
+            with self._lock(timeout):
+                self._directory.collect(on_delete=self._drop_collection)
         if report.units_added or report.units_removed:
             log.info("index.sync", **report.model_dump(exclude={"warnings"}))
         return report
 
     def rebuild(self) -> SyncReport:
-        """Drop both stores and index the working tree again (the embedding cache is kept, so
-        nothing already embedded is embedded again)."""
-        with self._sync_lock:
-            self._reset_stores()
-            return self.sync(collect_garbage=True)
+        """Index the working tree into a new generation while searches keep using the current
+        one, then switch to it (the embedding cache is kept, so nothing already embedded is
+        embedded again)."""
+        timeout = self.config.lock_timeout_s
+        units = self._units_of(self.workspace.refresh())
+        with self._lock(timeout):  # so that no writer collects it before it is open
+            pointer = IndexPointer(generation=self._directory.new_generation())
+            view = self._open_view(pointer)
+        report = SyncReport()
+        try:
+            self._add_units(list(units.values()), None, report, timeout, private=view)
+            with self._lock(timeout):
+                latest = self._units_of(self.workspace.refresh())
+                changed = [unit for key, unit in latest.items() if key not in units]
+                self._add_units(changed, None, report, timeout, private=view)
+                self._directory.point_to(pointer)
+                self._switch(view)
+        except BaseException:
+            self._close_view(view)
+            shutil.rmtree(view.path, ignore_errors=True)
+            raise
+        with self._lock(timeout):
+            self._directory.collect(on_delete=self._drop_collection)
+        log.info(
+            "index.rebuild",
+            generation=pointer.generation,
+            **report.model_dump(exclude={"warnings"}),
+        )
+        return report
 
     def _manifest(self, version: str | None) -> BuiltManifest:
         return self.workspace.refresh() if version is None else self.workspace.version(version)
 
-    def _snapshot_keys(self) -> set[str]:
+    def _snapshot_keys(self) -> set[str] | None:
+        """Unit keys of every stored version, or None when one cannot be read (then nothing is
+        dropped: the index cannot tell what that version needs)."""
         keys: set[str] = set()
         for version in self.workspace.store.list_versions():
-            keys.update(units_for(self.workspace.version(version)))
+            cached = self._version_units.get(version)
+            if cached is None:
+                try:
+                    cached = frozenset(units_for(self.workspace.version(version)))
+                except CorruptStateError as exc:
+                    log.warning("index.version_unreadable", version=version, error=str(exc))
+                    return None
+                self._version_units[version] = cached
+            keys |= cached
         return keys
 
-    def _add_units(self, batch: list[IndexUnit], version: str | None, report: SyncReport) -> None:
-        """Chunk a batch of units, embed all their new texts in one go, then store them."""
+    def _add_units(
+        self,
+        pending: list[IndexUnit],
+        version: str | None,
+        report: SyncReport,
+        timeout: float,
+        *,
+        private: StoreView | None = None,
+    ) -> None:
+        """Chunk and embed ``pending`` outside any lock, then store them a slice at a time:
+        into ``private`` (a generation nobody else sees yet) or, by default, into the current
+        generation under the writer lock, so that no write holds the lock for long."""
+        for start in range(0, len(pending), _UNITS_PER_BATCH):
+            prepared = self._prepare(pending[start : start + _UNITS_PER_BATCH], version, report)
+            for part in _write_slices(prepared):
+                if private is not None:
+                    self._store(private, part, report)
+                    continue
+                with self._writing(timeout) as view:
+                    self._store(view, part, report)
+
+    def _prepare(
+        self, batch: list[IndexUnit], version: str | None, report: SyncReport
+    ) -> list[PreparedUnit]:
+        """Chunk a batch of units and embed all their new texts in one go."""
         chunked: list[tuple[IndexUnit, list[StoredChunk]]] = []
         for unit in batch:
             try:
@@ -272,25 +487,27 @@ class HybridIndex:
         before = self.embedder.texts_embedded
         vectors = embed_cached(self.embedder, self.cache, texts) if texts else None
         report.texts_embedded += self.embedder.texts_embedded - before
-        offset = 0
+        prepared, offset = [], 0
         for unit, chunks in chunked:
-            if chunks:
-                assert vectors is not None
-                self._upsert(unit, chunks, vectors[offset : offset + len(chunks)])
-                offset += len(chunks)
-            self.keyword.add_unit(unit.key, unit.path, chunks)
-            report.units_added += 1
-            report.chunks_added += len(chunks)
+            part = vectors[offset : offset + len(chunks)] if vectors is not None else None
+            prepared.append(PreparedUnit(unit, chunks, part))
+            offset += len(chunks)
+        return prepared
 
-    def _upsert(self, unit: IndexUnit, chunks: list[StoredChunk], vectors: np.ndarray) -> None:
-        for start in range(0, len(chunks), _CHROMA_BATCH):
-            part = chunks[start : start + _CHROMA_BATCH]
-            self._collection.upsert(
-                ids=[chunk.chunk_id for chunk in part],
-                embeddings=vectors[start : start + _CHROMA_BATCH],
-                documents=[chunk.text for chunk in part],
-                metadatas=[{"unit_key": unit.key, "path": unit.path} for _ in part],
-            )
+    def _store(self, view: StoreView, part: list[PreparedUnit], report: SyncReport) -> None:
+        """Store prepared units the view does not hold yet (another writer may have stored
+        them meanwhile)."""
+        known = view.keyword.known_units([item.unit.key for item in part])
+        collection = self._collection(view)
+        for item in part:
+            if item.unit.key in known:
+                continue
+            if item.chunks:
+                _upsert(collection, item)
+                view.loaded = True
+            view.keyword.add_unit(item.unit.key, item.unit.path, item.chunks)
+            report.units_added += 1
+            report.chunks_added += len(item.chunks)
 
     def _chunk_unit(self, unit: IndexUnit, version: str | None) -> list[StoredChunk]:
         if unit.card is not None:
@@ -319,13 +536,20 @@ class HybridIndex:
             for ordinal, text, start, end, locator in pieces
         ]
 
-    def _collect_garbage(self, keep: set[str], report: SyncReport) -> None:
-        stale = self.keyword.unit_keys() - keep
-        if not stale:
+    def _drop_stale(self, live: set[str], report: SyncReport, timeout: float) -> None:
+        """Remove units that neither the working tree nor any snapshot has."""
+        snapshots = self._snapshot_keys()
+        if snapshots is None:
             return
-        for key in sorted(stale):
-            self._collection.delete(where={"unit_key": key})
-        removed = self.keyword.remove_units(sorted(stale))
+        with self._using() as view:
+            if view.keyword.unit_keys() <= live | snapshots:
+                return
+        with self._writing(timeout) as view:
+            stale = view.keyword.unit_keys() - live - snapshots
+            collection = self._collection(view)
+            for key in sorted(stale):
+                collection.delete(where={"unit_key": key})
+            removed = view.keyword.remove_units(sorted(stale))
         report.units_removed += len(stale)
         report.chunks_removed += len(removed)
 
@@ -341,21 +565,26 @@ class HybridIndex:
         refresh: bool = True,
     ) -> list[Hit]:
         """The ``k`` best chunks for ``query`` in the working tree (synced first unless
-        ``refresh`` is False) or in a stored ``version``, optionally within one artifact."""
+        ``refresh`` is False) or in a stored ``version``, optionally within one artifact. When
+        another process is writing the index, the search serves what is indexed already."""
         if refresh or version is not None:
-            self.sync(version)
+            try:
+                self.sync(version, lock_timeout=SEARCH_LOCK_WAIT_S)
+            except WriterBusyError as exc:
+                log.info("index.sync_deferred", reason=str(exc))
         manifest = self.workspace.manifest if version is None else self.workspace.version(version)
         units = self._units_of(manifest)
         if artifact_id is not None:
             units = {key: unit for key, unit in units.items() if unit.artifact_id == artifact_id}
             if not units:
                 raise UnknownReferenceError(f"no artifact {artifact_id!r} in this workspace")
-        allowed = self._restriction(units)
         pool = max(20, 4 * k)
-        dense = self._dense_ranking(query, pool, allowed)
-        lexical = self.keyword.search(query, pool, allowed)
-        fused = rrf_fuse([dense, lexical])[:k]
-        stored = self.keyword.get_chunks([chunk_id for chunk_id, _ in fused])
+        with self._using() as view:
+            allowed = self._restriction(view, units)
+            dense = self._dense_ranking(view, query, pool, allowed)
+            lexical = view.keyword.search(query, pool, allowed)
+            fused = rrf_fuse([dense, lexical])[:k]
+            stored = view.keyword.get_chunks([chunk_id for chunk_id, _ in fused])
         return [
             self._hit(stored[chunk_id], units, score)
             for chunk_id, score in fused
@@ -372,24 +601,40 @@ class HybridIndex:
         self._units_cache = (manifest, units)
         return units
 
-    def _restriction(self, units: dict[str, IndexUnit]) -> list[str] | None:
+    def _restriction(self, view: StoreView, units: dict[str, IndexUnit]) -> list[str] | None:
         """Unit keys to filter on, or None when the index holds nothing outside ``units``."""
-        if self.keyword.unit_keys() <= set(units):
+        if view.keyword.unit_keys() <= set(units):
             return None
         return sorted(units)
 
-    def _dense_ranking(self, query: str, pool: int, allowed: list[str] | None) -> list[str]:
-        count = self._collection.count()
-        if count == 0 or (allowed is not None and not allowed):
+    def _dense_ranking(
+        self, view: StoreView, query: str, pool: int, allowed: list[str] | None
+    ) -> list[str]:
+        """Chunk ids by vector similarity. The first query of a (re)opened embedded store loads
+        its files, so it runs under the writer lock; a store that fails is reloaded once, and
+        if the search still cannot use it, this call ranks by keywords alone."""
+        if allowed is not None and not allowed:
             return []
-        where = {"unit_key": {"$in": allowed}} if allowed is not None else None
-        result = self._collection.query(
-            query_embeddings=[self._query_vector(query)],
-            n_results=min(pool, count),
-            where=where,
-            include=[],
-        )
-        return list(result["ids"][0])
+        vector = self._query_vector(query)
+        try:
+            if view.loaded:
+                try:
+                    return _query_ids(self._collection(view), vector, pool, allowed)
+                except _chroma_errors() as exc:
+                    log.warning("index.dense_reloading", error=short_reason(exc))
+                    view.suspect = True
+            with self._lock(SEARCH_LOCK_WAIT_S):
+                collection = self._collection(view, reopen=view.suspect)
+                view.suspect = False
+                ids = _query_ids(collection, vector, pool, allowed)
+                view.loaded = True
+                return ids
+        except WriterBusyError:
+            log.info("index.dense_deferred", generation=view.generation)
+        except _chroma_errors() as exc:
+            view.suspect = True
+            log.warning("index.dense_unavailable", error=short_reason(exc))
+        return []
 
     def _query_vector(self, query: str) -> np.ndarray:
         vector = self._query_vectors.get(query)
@@ -414,24 +659,77 @@ class HybridIndex:
         )
 
     def close(self) -> None:
-        self.keyword.close()
+        self._retire(self._view)
         self.cache.close()
 
 
-def _make_chroma_client(config: IndexConfig, path: Path) -> Any:
+class PreparedUnit(NamedTuple):
+    """A unit chunked and embedded, ready to store."""
+
+    unit: IndexUnit
+    chunks: list[StoredChunk]
+    vectors: np.ndarray | None
+
+
+def _write_slices(prepared: list[PreparedUnit]) -> Iterator[list[PreparedUnit]]:
+    """Consecutive groups of whole units with at most ``_CHUNKS_PER_WRITE`` chunks each (a unit
+    larger than that is a group of its own)."""
+    group: list[PreparedUnit] = []
+    size = 0
+    for item in prepared:
+        if group and size + len(item.chunks) > _CHUNKS_PER_WRITE:
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += len(item.chunks)
+    if group:
+        yield group
+
+
+def _upsert(collection: Any, item: PreparedUnit) -> None:
+    assert item.vectors is not None
+    for start in range(0, len(item.chunks), _CHROMA_BATCH):
+        part = item.chunks[start : start + _CHROMA_BATCH]
+        collection.upsert(
+            ids=[chunk.chunk_id for chunk in part],
+            embeddings=item.vectors[start : start + _CHROMA_BATCH],
+            documents=[chunk.text for chunk in part],
+            metadatas=[{"unit_key": item.unit.key, "path": item.unit.path} for _ in part],
+        )
+
+
+def _query_ids(
+    collection: Any, vector: np.ndarray, pool: int, allowed: list[str] | None
+) -> list[str]:
+    count = collection.count()
+    if count == 0:
+        return []
+    result = collection.query(
+        query_embeddings=[vector],
+        n_results=min(pool, count),
+        where={"unit_key": {"$in": allowed}} if allowed is not None else None,
+        include=[],
+    )
+    return list(result["ids"][0])
+
+
+def _chroma_errors() -> tuple[type[Exception], ...]:
+    """Chroma's exception base (imported only once a store is in use)."""
+    from chromadb.errors import ChromaError
+
+    return (ChromaError,)
+
+
+def _http_client(url: str) -> Any:
     import chromadb
     from chromadb.config import Settings
 
-    settings = Settings(anonymized_telemetry=False)
-    if config.chroma_url is None:
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=settings)
-    parsed = urlparse(config.chroma_url)
+    parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise InvalidInputError(f"chroma url {config.chroma_url!r} must look like http://host:port")
+        raise InvalidInputError(f"chroma url {url!r} must look like http://host:port")
     return chromadb.HttpClient(
         host=parsed.hostname,
         port=parsed.port or (443 if parsed.scheme == "https" else 8000),
         ssl=parsed.scheme == "https",
-        settings=settings,
+        settings=Settings(anonymized_telemetry=False),
     )

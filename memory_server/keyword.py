@@ -1,6 +1,6 @@
 """The keyword side of hybrid retrieval, and the record of what is indexed: SQLite FTS5 (BM25).
 
-Above: the hybrid index. Below: ``<workspace>/.mirage/index/keyword.sqlite`` with three tables:
+Above: the hybrid index. Below: ``keyword.sqlite`` of one index generation, three tables:
 ``units`` (one row per indexed file or artifact card, keyed by a key that changes whenever the
 content or its artifact context changes), ``chunks`` (text, path, line range) and the FTS5
 table over chunk headers and texts. Exact ids and numbers are found because FTS5 matches
@@ -126,6 +126,20 @@ class KeywordStore:
         with self._lock:
             return {row[0] for row in self._db.execute("SELECT unit_key FROM units")}
 
+    def known_units(self, unit_keys: Sequence[str]) -> set[str]:
+        """Which of ``unit_keys`` are indexed (cost proportional to the question, not to the
+        index)."""
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(unit_keys), 500):
+                batch = list(unit_keys[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    f"SELECT unit_key FROM units WHERE unit_key IN ({marks})", batch
+                )
+                found.update(row[0] for row in rows)
+        return found
+
     def chunk_count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
@@ -176,12 +190,6 @@ class KeywordStore:
                 self._db.execute("DELETE FROM chunks WHERE unit_key = ?", (unit_key,))
                 self._db.execute("DELETE FROM units WHERE unit_key = ?", (unit_key,))
         return removed
-
-    def clear(self) -> None:
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM units")
-            self._db.execute("DELETE FROM chunks")
-            self._db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
 
     def search(self, query: str, limit: int, unit_keys: Sequence[str] | None) -> list[str]:
         """Chunk ids ranked by BM25 (headers weigh half as much as text)."""

@@ -40,7 +40,8 @@ def normalise_relative(path: str) -> str:
 
 def confine(root: Path, path: str, *, allow_state: bool = False) -> Path:
     """The absolute path for a workspace-relative ``path``, guaranteed to stay inside ``root``
-    even through symlinks. ``.mirage/`` (the server's own state) is refused unless allowed."""
+    even through symlinks. ``.mirage/`` (the server's own state) is refused unless allowed,
+    also when a symlink elsewhere in the workspace points into it."""
     relative = normalise_relative(path)
     if not allow_state and relative.split("/", 1)[0] == STATE_DIR_NAME:
         raise PathEscapeError(f"{STATE_DIR_NAME}/ holds server state and is not readable")
@@ -49,11 +50,18 @@ def confine(root: Path, path: str, *, allow_state: bool = False) -> Path:
     real = Path(os.path.realpath(candidate))
     if real != real_root and not real.is_relative_to(real_root):
         raise PathEscapeError(f"path {path!r} leaves the workspace (symlink escape)")
+    if not allow_state and real.is_relative_to(real_root / STATE_DIR_NAME):
+        raise PathEscapeError(
+            f"path {path!r} is a symlink into {STATE_DIR_NAME}/, which holds server state "
+            "and is not readable"
+        )
     return candidate
 
 
-def is_inside(root: Path, candidate: Path) -> bool:
-    """True when the real location of ``candidate`` lies inside the real ``root``."""
+def is_servable(root: Path, candidate: Path) -> bool:
+    """True when the real location of ``candidate`` lies inside the real ``root`` and outside
+    its ``.mirage/`` state directory."""
     real_root = root.resolve()
     real = Path(os.path.realpath(candidate))
-    return real == real_root or real.is_relative_to(real_root)
+    inside = real == real_root or real.is_relative_to(real_root)
+    return inside and not real.is_relative_to(real_root / STATE_DIR_NAME)

@@ -6,15 +6,22 @@ canonical artifact id: the id itself, an alias or title, a file path (original o
 or without ``./``, the workspace directory or an absolute prefix), a file name when unique, and
 ``path#anchor``. For a note (``MEMORY.md``, ``memory/YYYY-MM-DD.md``) an anchor that names a
 section (heading slug) or lines (``L12`` / ``L12-L15``) resolves to the first artifact id that
-section or those lines mention; otherwise the note's own id. Matching is case-insensitive.
+section or those lines mention; otherwise the note's own id. A path whose directories are
+unknown falls back to its file name (``/home/u/ws/artifacts/chart_x.png`` -> ``chart_x``).
+Matching is case-insensitive.
+
+This module is the one source canonicaliser: the harness scores every SOURCE answer through
+``Workspace.resolve`` and builds its manifest-free fallback on ``clean_reference`` and
+``IdMentions`` (the harness may import the memory server, never the reverse).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from memory_server.lines import split_lines
 from memory_server.manifest import BuiltManifest
 
 _WRAPPERS = "\"'`[]<>()*{} \t\r\n"
@@ -39,44 +46,27 @@ class Resolver:
         self._read_note = read_note
         self._prefixes = _root_prefixes(root)
         self._table = _build_table(manifest)
-        ids = sorted(
-            (record.id for record in manifest.artifacts.values() if not record.is_note),
-            key=len,
-            reverse=True,
-        )
-        self._mention = (
-            re.compile(
-                r"(?<![\w\-])(" + "|".join(re.escape(i) for i in ids) + r")(?![\w\-])",
-                re.IGNORECASE,
-            )
-            if ids
-            else None
+        self._mentions = IdMentions(
+            record.id for record in manifest.artifacts.values() if not record.is_note
         )
 
     def resolve(self, ref: str) -> str | None:
         if not isinstance(ref, str):
             return None
-        text = self._strip_prefixes(_clean(ref))
+        text = self._strip_prefixes(clean_reference(ref))
         if not text:
             return None
         base, _, anchor = text.partition("#")
-        found = self._lookup(text) or self._lookup(base)
+        found = self._lookup(text) or self._lookup(base) or self._lookup(base.rsplit("/", 1)[-1])
         if found is None:
             return None
         if anchor and self._manifest.artifacts[found].is_note:
-            return self._resolve_note_anchor(base, anchor) or found
+            return self._resolve_note_anchor(found, anchor) or found
         return found
 
     def mentioned_ids(self, text: str) -> list[str]:
         """Artifact ids named in ``text``, in order of first mention."""
-        if self._mention is None:
-            return []
-        seen: list[str] = []
-        for match in self._mention.finditer(text):
-            canonical = self._table.get(match.group(1).lower())
-            if canonical and canonical not in seen:
-                seen.append(canonical)
-        return seen
+        return self._mentions.find(text)
 
     def _lookup(self, key: str) -> str | None:
         key = key.strip().strip(_TRAILING).lower()
@@ -92,12 +82,12 @@ class Resolver:
             text = text[2:]
         return text.lstrip("/")
 
-    def _resolve_note_anchor(self, base: str, anchor: str) -> str | None:
+    def _resolve_note_anchor(self, note_id: str, anchor: str) -> str | None:
         direct = self._lookup(anchor)
         if direct and not self._manifest.artifacts[direct].is_note:
             return direct
-        path = self._note_path(base)
-        content = self._read_note(path) if path else None
+        files = self._manifest.artifacts[note_id].files
+        content = self._read_note(files[0]) if files else None
         if content is None:
             return None
         section = _anchor_text(content, anchor)
@@ -106,15 +96,35 @@ class Resolver:
         mentions = self.mentioned_ids(section)
         return mentions[0] if mentions else None
 
-    def _note_path(self, base: str) -> str | None:
-        artifact_id = self._lookup(base)
-        if artifact_id is None:
-            return None
-        record = self._manifest.artifacts[artifact_id]
-        return record.files[0] if record.files else None
+
+class IdMentions:
+    """Finds artifact ids named inside free text. An id counts only as a whole token: letters,
+    digits, ``_`` and ``-`` around it would extend it (``xchart_1``, ``chart_1-old``), while
+    ``/``, ``.``, ``#``, spaces and punctuation delimit it (``derived/chart_1.table.csv``)."""
+
+    def __init__(self, artifact_ids: Iterable[str]) -> None:
+        ids = sorted({i for i in artifact_ids if i}, key=len, reverse=True)
+        self._canonical = {i.casefold(): i for i in ids}
+        alternatives = "|".join(re.escape(i) for i in ids)
+        self._pattern = (
+            re.compile(rf"(?<![\w\-])({alternatives})(?![\w\-])", re.IGNORECASE) if ids else None
+        )
+
+    def find(self, text: str) -> list[str]:
+        """Ids named in ``text``, in order of first mention, spelled as given."""
+        if self._pattern is None:
+            return []
+        found: list[str] = []
+        for match in self._pattern.finditer(text):
+            canonical = self._canonical[match.group(1).casefold()]
+            if canonical not in found:
+                found.append(canonical)
+        return found
 
 
-def _clean(ref: str) -> str:
+def clean_reference(ref: str) -> str:
+    """Strip quoting, markdown, brackets and trailing punctuation around a reference; ``\\``
+    becomes ``/`` and a ``file://`` scheme is dropped."""
     text = ref.strip()
     previous = None
     while previous != text:
@@ -166,7 +176,7 @@ def _add(layer: dict[str, set[str]], key: str, artifact_id: str) -> None:
 
 def _anchor_text(content: str, anchor: str) -> str | None:
     """The lines an anchor designates: a line range ``L3``/``L3-L7`` or a heading slug."""
-    lines = content.splitlines()
+    lines = split_lines(content)
     match = _LINE_ANCHOR.match(anchor.strip().lower())
     if match:
         start = int(match.group(1))

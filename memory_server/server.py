@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+import structlog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
-from memory_server.errors import MemoryServerError
+from memory_server.errors import MemoryServerError, short_reason
 from memory_server.index import HybridIndex, IndexConfig
 from memory_server.service import (
     MAX_K,
@@ -36,6 +37,8 @@ from memory_server.service import (
 )
 from memory_server.workspace import Workspace
 from runtime.messages import ToolSpec
+
+log = structlog.get_logger(__name__)
 
 SERVER_NAME = "mirage-memory"
 TAG_HEADER = "x-mirage-tag"
@@ -78,7 +81,13 @@ QueryArg = Annotated[
         "(at most 2000 characters)."
     ),
 ]
-KArg = Annotated[int, Field(description=f"How many hits to return, 1 to {MAX_K}.")]
+# Integer arguments are typed Any with their JSON schema spelled out: the SDK would otherwise
+# coerce "5" and true to integers before the service's own checks could refuse them.
+KArg = Annotated[
+    Any,
+    WithJsonSchema({"type": "integer"}),
+    Field(description=f"How many hits to return, 1 to {MAX_K}."),
+]
 ArtifactArg = Annotated[
     str | None,
     Field(
@@ -90,7 +99,9 @@ RefArg = Annotated[
     str, Field(description="An artifact_id, or a workspace path from artifact_recall.")
 ]
 LineArg = Annotated[
-    int | None, Field(description="1-based line number (inclusive); omit for the whole file.")
+    Any,
+    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+    Field(description="1-based line number (inclusive); omit for the whole file."),
 ]
 TextArg = Annotated[
     str, Field(description="The note to append (markdown, at most 20,000 characters).")
@@ -129,12 +140,19 @@ def _http_request(ctx: Context | None) -> Any:
         return None
 
 
-async def _in_thread(bindings: _Bindings, call: Callable[[MemoryService], Any]) -> Any:
+async def _in_thread(bindings: _Bindings, tool: str, call: Callable[[MemoryService], Any]) -> Any:
+    """Run a tool body in a worker thread. A ``MemoryServerError`` reaches the client with its
+    own message; anything unexpected reaches it as a short reason while the server logs one
+    line (the SDK would send a bare "Error executing tool" and log a traceback per call)."""
     service = bindings.require()
     try:
         return await anyio.to_thread.run_sync(lambda: call(service))
     except MemoryServerError as exc:
         raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        reason = short_reason(exc)
+        log.error("memory.tool_failed", tool=tool, error=reason)
+        raise ToolError(f"internal error in the memory server ({reason}); retry later") from exc
 
 
 def _tool_functions(bindings: _Bindings) -> list[tuple[Callable[..., Any], str]]:
@@ -142,17 +160,21 @@ def _tool_functions(bindings: _Bindings) -> list[tuple[Callable[..., Any], str]]
         query: QueryArg, ctx: Context, k: KArg = 5, artifact_id: ArtifactArg = None
     ) -> RecallResult:
         caller = bindings.caller(ctx)
-        return await _in_thread(bindings, lambda s: s.recall(query, k, artifact_id, caller))
+        return await _in_thread(
+            bindings, "artifact_recall", lambda s: s.recall(query, k, artifact_id, caller)
+        )
 
     async def artifact_get(
         ref: RefArg, ctx: Context, start_line: LineArg = None, end_line: LineArg = None
     ) -> FileContent:
         caller = bindings.caller(ctx)
-        return await _in_thread(bindings, lambda s: s.get(ref, start_line, end_line, caller))
+        return await _in_thread(
+            bindings, "artifact_get", lambda s: s.get(ref, start_line, end_line, caller)
+        )
 
     async def memory_append(text: TextArg, ctx: Context) -> AppendResult:
         caller = bindings.caller(ctx)
-        return await _in_thread(bindings, lambda s: s.append(text, caller))
+        return await _in_thread(bindings, "memory_append", lambda s: s.append(text, caller))
 
     return [
         (artifact_recall, RECALL_DESCRIPTION),

@@ -22,6 +22,7 @@ from memory_server.calllog import CallLog, CallRecord, now_iso
 from memory_server.chunking import extract_text
 from memory_server.errors import InvalidInputError, MemoryServerError, UnknownReferenceError
 from memory_server.index import Hit, HybridIndex, IndexConfig, citation_for
+from memory_server.lines import split_lines
 from memory_server.manifest import FileEntry
 from memory_server.workspace import Workspace
 
@@ -126,9 +127,9 @@ class MemoryService:
 
         def run() -> RecallResult:
             text = _validated_query(query)
-            _validated_k(k)
+            count = _validated_k(k)
             canonical = self._canonical_artifact(artifact_id) if artifact_id is not None else None
-            hits = self.index.search(text, k, artifact_id=canonical, version=self.version)
+            hits = self.index.search(text, count, artifact_id=canonical, version=self.version)
             return RecallResult(query=text, hits=hits, version=self.version)
 
         return self._logged("artifact_recall", arguments, caller, run, _recall_ids)
@@ -259,7 +260,7 @@ class MemoryService:
         self, entry: FileEntry, start_line: int | None, end_line: int | None
     ) -> FileContent:
         text = extract_text(self.workspace.read_bytes(entry.path, self.version), entry.kind) or ""
-        lines = text.splitlines()
+        lines = split_lines(text)
         first, last = _line_range(start_line, end_line, len(lines))
         body = "\n".join(lines[first - 1 : last])
         truncated = len(body) > MAX_GET_CHARS
@@ -294,25 +295,42 @@ def _validated_query(query: str) -> str:
     return text
 
 
-def _validated_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+def _validated_k(k: Any) -> int:
+    count = _json_integer(k)
+    if count is None or not 1 <= count <= MAX_K:
         raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return count
 
 
-def _line_range(start: int | None, end: int | None, total: int) -> tuple[int, int]:
+def _json_integer(value: Any) -> int | None:
+    """``value`` as an int when it is a JSON integer (``5`` or ``5.0``), else None: booleans,
+    strings such as ``"5"`` and fractions are not integers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _line_range(start: Any, end: Any, total: int) -> tuple[int, int]:
+    bounds: list[int | None] = []
     for name, value in (("start_line", start), ("end_line", end)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise InvalidInputError(f"{name} must be a positive integer (lines count from 1)")
-    first = start or 1
-    last = min(end or total, total)
+        number = None if value is None else _json_integer(value)
+        if value is not None and (number is None or number < 1):
+            raise InvalidInputError(
+                f"{name} must be a positive integer (lines count from 1), got {value!r}"
+            )
+        bounds.append(number)
+    first = bounds[0] or 1
+    last = min(bounds[1] or total, total)
     if total == 0:
         return 1, 0
     if first > total:
         raise InvalidInputError(f"start_line {first} is past the end of the file ({total} lines)")
     if last < first:
-        raise InvalidInputError(f"end_line {end} is before start_line {first}")
+        raise InvalidInputError(f"end_line {bounds[1]} is before start_line {first}")
     return first, last
 
 

@@ -14,7 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from memory_server.errors import UnknownVersionError
+from pydantic import ValidationError
+
+from memory_server.errors import CorruptStateError, UnknownVersionError
 from memory_server.manifest import BuiltManifest
 
 _CHUNK = 1 << 20
@@ -103,14 +105,47 @@ class SnapshotStore:
         return version
 
     def get_version(self, version: str) -> BuiltManifest:
+        """A stored version, checked against its own id (the hash of its content)."""
         if not isinstance(version, str) or not version.startswith("v_") or "/" in version:
             raise UnknownVersionError(f"{version!r} is not a workspace version id (v_…)")
         target = self._versions / f"{version}.json"
         if not target.is_file():
             raise UnknownVersionError(f"workspace version {version!r} does not exist")
-        return BuiltManifest.model_validate_json(target.read_text(encoding="utf-8"))
+        data = target.read_bytes()
+        if hashlib.sha256(data).hexdigest()[: len(version) - 2] != version[2:]:
+            raise _corrupt_version(version, target, "does not match its hash")
+        try:
+            return BuiltManifest.model_validate_json(data)
+        except ValidationError as exc:
+            reason = f"is not a version manifest ({exc.error_count()} problems)"
+            raise _corrupt_version(version, target, reason) from exc
+
+    def read_blob(self, sha: str, label: str) -> bytes:
+        """The stored copy of content ``sha``, verified; ``label`` names it in errors."""
+        target = self.blob_path(sha)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError as exc:
+            raise CorruptStateError(
+                f"the stored copy of {label} is missing ({target}); restore .mirage/ from a "
+                "backup or take a new snapshot"
+            ) from exc
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise CorruptStateError(
+                f"the stored copy of {label} is corrupted ({target} does not match its hash); "
+                "refusing to serve it: delete that file and take a new snapshot while the working "
+                "file still has this content, or restore .mirage/ from a backup"
+            )
+        return data
 
     def list_versions(self) -> list[str]:
         if not self._versions.is_dir():
             return []
         return sorted(path.stem for path in self._versions.glob("v_*.json"))
+
+
+def _corrupt_version(version: str, target: Path, reason: str) -> CorruptStateError:
+    return CorruptStateError(
+        f"workspace version {version} is corrupted: {target} {reason}; take a new snapshot "
+        "(mirage memory snapshot) or restore .mirage/ from a backup"
+    )

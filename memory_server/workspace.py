@@ -29,7 +29,7 @@ from memory_server.manifest import (
     build_manifest,
     load_user_manifest,
 )
-from memory_server.paths import STATE_DIR_NAME, confine, is_inside
+from memory_server.paths import STATE_DIR_NAME, confine, is_servable
 from memory_server.resolve import Resolver
 from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes
 
@@ -110,7 +110,7 @@ class Workspace:
                 relative = absolute.relative_to(self.root).as_posix()
                 if relative == USER_MANIFEST_NAME:
                     continue
-                if absolute.is_symlink() and not is_inside(self.root, absolute):
+                if absolute.is_symlink() and not is_servable(self.root, absolute):
                     log.warning("workspace.symlink_escape_skipped", path=relative)
                     continue
                 if absolute.is_file():
@@ -164,9 +164,10 @@ class Workspace:
         entry = manifest.files.get(path)
         if entry is None:
             raise UnknownReferenceError(f"no file {path!r} in workspace version {version}")
-        return self.store.blob_path(entry.sha256).read_bytes()
+        return self.store.read_blob(entry.sha256, f"{path!r} in workspace version {version}")
 
     def _read_note_text(self, path: str) -> str | None:
+        """A note's text for the resolver, whose line anchors must count lines as citations do."""
         try:
             return self.read_bytes(path).decode("utf-8", errors="replace")
         except (UnknownReferenceError, OSError):
@@ -192,18 +193,17 @@ class Workspace:
 
     def append_note(self, text: str, date: str | None = None) -> NoteAppend:
         """Append ``text`` to ``memory/<date>.md`` (today by default). Never rewrites what is
-        there: the new file content is the old content plus the text, written atomically."""
+        there: the new file is the old bytes, unchanged, plus the text, written atomically."""
         body = _validated_note(text)
         day = _validated_date(date)
         relative = f"memory/{day}.md"
         with self._lock, self._file_lock():
             target = confine(self.root, relative)
             confine(self.root, "memory").mkdir(exist_ok=True)
-            old = target.read_text(encoding="utf-8") if target.is_file() else f"# {day}\n"
-            prefix = old if old.endswith("\n") else old + "\n"
-            prefix += "\n"
-            start = prefix.count("\n") + 1
-            atomic_write_bytes(target, (prefix + body + "\n").encode("utf-8"))
+            old = target.read_bytes() if target.is_file() else f"# {day}\n".encode()
+            prefix = (old if old.endswith(b"\n") else old + b"\n") + b"\n"
+            start = prefix.count(b"\n") + 1
+            atomic_write_bytes(target, prefix + body.encode("utf-8") + b"\n")
             self.refresh()
         end = start + body.count("\n")
         return NoteAppend(path=relative, start_line=start, end_line=end)
@@ -231,6 +231,12 @@ def _validated_note(text: str) -> str:
         )
     if "\x00" in body:
         raise InvalidInputError("note text contains a NUL character")
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"note text is not valid Unicode (unpaired surrogate at character {exc.start})"
+        ) from exc
     return body
 
 

@@ -1,11 +1,10 @@
-"""Builds a ready agent from a config: backbone, session, and the default MCP tools."""
+"""A new session for an agent config on a backbone's window, with the workspace hint when the
+agent has a workspace."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from runtime.mcp_client import MCPServerConfig
 from runtime.session import AgentConfig, Session, WorkspaceRef
 
 WORKSPACE_HINT = (
@@ -13,14 +12,6 @@ WORKSPACE_HINT = (
     "derived records and dated notes. Use artifact_recall to search it and artifact_get to "
     "read one file; cite artifacts by their artifact id."
 )
-
-
-def memory_server_stdio(workspace: Path, tag: str | None = None) -> MCPServerConfig:
-    """The bundled memory server as a stdio subprocess of this Python."""
-    args = ["-m", "runtime", "memory", "serve", "--workspace", str(workspace)]
-    if tag:
-        args += ["--tag", tag]
-    return MCPServerConfig(name="memory", command=sys.executable, args=args)
 
 
 def new_session(config: AgentConfig, backbone_window: int, workspace: Path | None) -> Session:

@@ -24,6 +24,8 @@ MAX_TEMPLATE_BYTES = 200_000
 
 
 def read_template(path: Path) -> str:
+    if path.is_dir():
+        raise TemplateError(f"summary template {str(path)!r} is a folder; give a text file")
     if not path.is_file():
         raise TemplateError(f"summary template file {str(path)!r} does not exist")
     if path.stat().st_size > MAX_TEMPLATE_BYTES:

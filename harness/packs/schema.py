@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 PACK_FORMAT = "mirage-pack/1"
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -30,6 +39,63 @@ class PackFormatError(ValueError):
         self.problems = problems
         listed = "\n".join(f"  - {problem}" for problem in problems)
         super().__init__(f"{self.file}: invalid pack file\n{listed}")
+
+    def lines(self) -> list[str]:
+        """One line per problem, each starting with the file."""
+        return [f"{self.file}: {problem}" for problem in self.problems]
+
+    def summary(self) -> str:
+        """The first problem on one line, with a pointer to the rest."""
+        more = len(self.problems) - 1
+        rest = f" (and {more} more problem(s): mirage pack validate lists them)" if more else ""
+        return self.lines()[0] + rest
+
+
+class PackPathError(ValueError):
+    """A path named by a pack that would leave the pack folder."""
+
+
+def check_relative_path(relative: str) -> None:
+    """Refuse a path that leaves its base folder by its spelling alone: empty, absolute, a
+    ``..`` component, a NUL byte."""
+    path = PurePosixPath(relative)
+    if not relative.strip() or "\0" in relative:
+        raise PackPathError(f"path {relative!r} is empty or contains a NUL byte")
+    if path.is_absolute():
+        raise PackPathError(f"path {relative!r} is absolute; name a file inside the pack folder")
+    if ".." in path.parts:
+        raise PackPathError(f"path {relative!r} leaves the pack folder ('..' is not allowed)")
+
+
+def confined_path(base: Path, relative: str) -> Path:
+    """``base / relative``, refused unless it stays inside ``base`` once symlinks are resolved.
+
+    Used when a pack is loaded (``PACK_ROOT`` in the validation context) and again right before
+    every read or write of a pack-named file, so a symlink swapped in later cannot escape."""
+    check_relative_path(relative)
+    root = base.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root):
+        raise PackPathError(
+            f"path {relative!r} resolves to {target}, outside {root} (a symlink leaves the folder)"
+        )
+    return base / relative
+
+
+PACK_ROOT = "pack_root"
+
+
+def _pack_path(value: str, info: ValidationInfo) -> str:
+    root = (info.context or {}).get(PACK_ROOT)
+    if root is None:
+        check_relative_path(value)
+    else:
+        confined_path(Path(root), value)
+    return value
+
+
+PackPath = Annotated[str, AfterValidator(_pack_path)]
+"""A file path inside the pack folder (relative, no ``..``, no symlink out of the folder)."""
 
 
 class _Strict(BaseModel):
@@ -57,7 +123,7 @@ class DerivedKind(StrEnum):
 class DerivedFile(_Strict):
     """A workspace representation derived from the original (chart -> table, PDF -> text)."""
 
-    path: str
+    path: PackPath
     kind: DerivedKind
 
 
@@ -65,13 +131,13 @@ class Artifact(_Strict):
     id: str = Field(pattern=ARTIFACT_ID_PATTERN)
     modality: Modality
     title: str = Field(min_length=1)
-    originals: list[str] = Field(min_length=1)
+    originals: list[PackPath] = Field(min_length=1)
     derived: list[DerivedFile] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
-    text_representation: str | None = Field(
+    text_representation: PackPath | None = Field(
         default=None, description="derived path whose text stands in for the original"
     )
-    data: str | None = Field(default=None, description="JSON file holding the generating data")
+    data: PackPath | None = Field(default=None, description="JSON file holding the generating data")
 
     @model_validator(mode="after")
     def _text_representation_is_derived(self) -> Artifact:
@@ -90,7 +156,7 @@ class Artifact(_Strict):
 
 class Attachment(_Strict):
     artifact: str
-    file: str
+    file: PackPath
 
 
 class PlantingTurn(_Strict):
@@ -100,7 +166,7 @@ class PlantingTurn(_Strict):
 
     user: str = Field(min_length=1)
     attachments: list[Attachment] = Field(default_factory=list)
-    workspace_writes: list[str] = Field(default_factory=list)
+    workspace_writes: list[PackPath] = Field(default_factory=list)
     assistant: str | None = None
 
 
@@ -113,8 +179,8 @@ class PackFile(_Strict):
     description: str = ""
     artifacts: list[Artifact] = Field(min_length=1)
     planting: list[PlantingTurn] = Field(min_length=1)
-    questions: str = "questions.yaml"
-    filler: str = "filler.yaml"
+    questions: PackPath = "questions.yaml"
+    filler: PackPath = "filler.yaml"
 
 
 class Answerability(StrEnum):
@@ -250,7 +316,8 @@ def format_validation_error(error: ValidationError, raw: Any = None) -> list[str
         location = ".".join(str(part) for part in item["loc"]) or "(top level)"
         record_id = _enclosing_id(raw, item["loc"])
         where = f"{location} (id {record_id})" if record_id else location
-        problems.append(f"{where}: {item['msg']}")
+        message = " ".join(str(item["msg"]).split())
+        problems.append(f"{where}: {message}")
     return problems
 
 
@@ -267,25 +334,39 @@ def _enclosing_id(raw: Any, location: tuple[int | str, ...]) -> str | None:
     return found
 
 
-def read_yaml(path: Path) -> Any:
+def read_text(path: Path) -> str:
+    """A pack file's UTF-8 text; unreadable or non-UTF-8 files raise ``PackFormatError``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PackFormatError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise PackFormatError(
+            path, [f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"]
+        ) from exc
+
+
+def read_yaml(path: Path) -> Any:
+    text = read_text(path)
     try:
         return yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
-        raise PackFormatError(path, [f"not valid YAML: {exc}"]) from exc
+        reason = " ".join(str(exc).split())
+        raise PackFormatError(path, [f"not valid YAML: {reason}"]) from exc
 
 
-def load_model(path: Path, model: type[Model]) -> Model:
-    """Read a YAML/JSON file into ``model``; every problem names the file and the field."""
+def load_model(path: Path, model: type[Model], pack_root: Path | None = None) -> Model:
+    """Read a YAML/JSON file into ``model``; every problem names the file and the field.
+
+    With ``pack_root``, every ``PackPath`` field is also checked against the folder on disk
+    (symlinks that resolve outside it are refused)."""
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise PackFormatError(
             path, [f"expected a mapping at the top level, got {type(raw).__name__}"]
         )
+    context = None if pack_root is None else {PACK_ROOT: pack_root}
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context=context)
     except ValidationError as exc:
         raise PackFormatError(path, format_validation_error(exc, raw)) from exc

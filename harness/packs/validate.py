@@ -236,7 +236,7 @@ def validate_pack(name_or_path: str | Path) -> list[str]:
     try:
         pack = load_pack(name_or_path)
     except PackFormatError as exc:
-        return [f"{exc.file}: {problem}" for problem in exc.problems]
+        return exc.lines()
     problems = check_files(pack) + check_ids(pack) + check_pairs(pack)
     if not problems:
         problems += check_derivations(pack)

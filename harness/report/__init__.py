@@ -42,15 +42,31 @@ def _write_json(path: Path, payload: object) -> None:
 
 def details(agg: Aggregate) -> dict[str, object]:
     dumped = agg.model_dump(mode="json")
-    return {k: dumped[k] for k in ("roles", "cells", "cross_state", "deltas")}
+    keys = ("scoring", "runs", "roles", "cells", "cross_state", "deltas")
+    return {k: dumped[k] for k in keys}
 
 
-def render_markdown(agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report") -> str:
+def scoring_line(agg: Aggregate) -> str:
+    """Which scoring profile produced the numbers, in one sentence."""
+    if agg.scoring is None:
+        return "Scoring profile: none (no records)."
+    from harness.scoring import get_profile
+
+    profile = get_profile(agg.scoring)
+    return f"Scoring profile: **{profile.name}** — {profile.summary} (docs/metrics.md)."
+
+
+def render_markdown(
+    agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report", note: str | None = None
+) -> str:
     roles = agg.roles
     sections = [
         f"# {title}",
+        scoring_line(agg) + (f" {note}" if note else ""),
         "All metrics are computed from the indicator fields of `results.jsonl` "
-        "(definitions: docs/metrics.md). Percentages pool all repeats; PF and n are counts.",
+        f"(definitions: docs/metrics.md). Runs: {agg.runs}. Percentages are means of the "
+        "per-run rates; PF is the mean count per run (per-run values and totals in "
+        "details.json); n counts recorded probes over all runs.",
         "## Table 1 — metrics per state and condition",
         "AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over parsed "
         "unanswerable probes; MI over all recorded answerable probes (PF counts as 0); "
@@ -59,17 +75,18 @@ def render_markdown(agg: Aggregate, figures: Iterable[Path], title: str = "MIRAG
         "## Table 2 — cross-state diagnostics",
         f"DS = 100·(GC[{roles.d0}] − GC[{roles.deep}])/GC[{roles.d0}]; "
         f"Δcomp = GC[{roles.post}] − GC[{roles.deep}] (proportion); Ret = share of "
-        f"{roles.d0}-correct probes still correct at {roles.deep}; MI_d80k = MI at {roles.deep} "
-        "(percent); OG as proportions.",
+        f"{roles.d0}-correct probes still correct at {roles.deep} (mean over runs); MI_d80k = MI "
+        f"at {roles.deep} (percent); OG as proportions.",
         tables.table2(agg),
-        "## Wilson 95% intervals (pooled counts)",
+        "## Wilson 95% intervals (per run; pooled rows labelled)",
         tables.intervals_table(agg),
         "## Mean ± SD over repeats",
         tables.repeats_table(agg),
         f"## Grounding transitions {roles.d0} → {roles.deep} → {roles.post}",
-        "Answerable probes recorded in all three states; ✓ grounded (GC=1), × not grounded or PF.",
+        "Answerable probes recorded in all three states, counted over all runs; ✓ grounded "
+        "(GC=1), × not grounded or PF.",
         tables.transitions_table(agg),
-        f"## Retention and source drift {roles.d0} → {roles.deep}",
+        f"## Retention and source drift {roles.d0} → {roles.deep} (pooled over runs)",
         tables.drift_table(agg),
         "## Retrieval-path composition",
         tables.paths_table(agg),
@@ -96,8 +113,10 @@ def write_report(
     directory: str | os.PathLike[str],
     records: Iterable[ProbeRecord] | None = None,
     roles: StateRoles | None = None,
+    note: str | None = None,
 ) -> ReportFiles:
-    """Aggregate ``directory``'s results (or the given records) and write every report file."""
+    """Aggregate ``directory``'s results (or the given records) and write every report file;
+    ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
     agg = aggregate(records if records is not None else read_records(out), roles)
     out.mkdir(parents=True, exist_ok=True)
@@ -118,6 +137,6 @@ def write_report(
     _write_json(files.summary, agg.summary())
     _write_json(files.details, details(agg))
     files.report.write_text(
-        render_markdown(agg, figures) + _attribution_section(out), encoding="utf-8"
+        render_markdown(agg, figures, note=note) + _attribution_section(out), encoding="utf-8"
     )
     return files

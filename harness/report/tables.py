@@ -21,6 +21,11 @@ def fmt(value: float | int | None, digits: int = 1, signed: bool = False) -> str
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def fmt_count(value: float) -> str:
+    """A count, or a mean count over runs (one decimal when it is not whole)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
 def fmt_delta_comp(value: float | None) -> str:
     """Two decimals as in Table 2; three when two would round a non-zero change to zero."""
     if value is None:
@@ -36,13 +41,17 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def table1(agg: Aggregate) -> str:
-    """State x condition metrics; percentages except PF and n (counts)."""
+    """State x condition metrics; percentages (means over runs) except PF (mean count per run)
+    and n (recorded probes)."""
     rows = []
     for cond in sorted({c for conds in agg.states.values() for c in conds}):
         for state, conds in agg.states.items():
             if cond in conds:
                 values = conds[cond].model_dump()
-                rows.append([cond, state, *(fmt(values[c]) for c in TABLE1_COLUMNS)])
+                cells = [
+                    fmt_count(values[c]) if c == "PF" else fmt(values[c]) for c in TABLE1_COLUMNS
+                ]
+                rows.append([cond, state, *cells])
     return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
 
 
@@ -60,22 +69,29 @@ def table2(agg: Aggregate) -> str:
 
 
 def intervals_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "SC", "HR")) -> str:
-    """Wilson 95% intervals (Table 9 shape) for the headline metrics of every cell."""
+    """Wilson 95% intervals (Table 9 shape) per run for the headline metrics of every cell;
+    with several runs, a row labelled "pooled" adds the interval on the pooled counts."""
     rows = []
     for state, conds in agg.cells.items():
         for cond, detail in conds.items():
             for metric in metrics:
-                interval = detail.intervals.get(metric)
-                if interval is None:
-                    continue
-                rows.append(
-                    [
-                        f"{cond} {metric}, {state}",
-                        f"{interval.k}/{interval.n}",
-                        f"{interval.rate:.1f}%",
-                        f"[{interval.low:.1f}, {interval.high:.1f}]",
-                    ]
-                )
+                labelled = [
+                    (f"run {run.repeat}" if len(detail.runs) > 1 else "", run.intervals[metric])
+                    for run in detail.runs
+                ]
+                if len(detail.runs) > 1:
+                    labelled.append(("pooled", detail.intervals_pooled[metric]))
+                for label, interval in labelled:
+                    if interval is None:
+                        continue
+                    rows.append(
+                        [
+                            f"{cond} {metric}, {state}" + (f" ({label})" if label else ""),
+                            f"{interval.k}/{interval.n}",
+                            f"{interval.rate:.1f}%",
+                            f"[{interval.low:.1f}, {interval.high:.1f}]",
+                        ]
+                    )
     return markdown_table(["Cell", "Count", "Rate", "95% CI"], rows)
 
 

@@ -1,10 +1,12 @@
 """Deterministic scoring of MIRAGE probes (paper section 3.5).
 
 Above: the probe runner and ``mirage rescore``. Below: the protocol parser, source
-canonicalisation through a ``SourceResolver`` and answer-value normalisation.
+canonicalisation through a ``SourceResolver`` and answer-value normalisation, chosen by a
+scoring profile (``paper`` by default, or ``lenient``).
 """
 
 from harness.scoring.indicators import Gold, Indicator, ProbeScore, score_outcome, score_reply
+from harness.scoring.profiles import PROFILES, ScoringProfile, get_profile
 from harness.scoring.sources import (
     ChainResolver,
     KnownIdResolver,
@@ -12,10 +14,11 @@ from harness.scoring.sources import (
     SourceResolver,
     canonical_source,
 )
-from harness.scoring.values import ANSWER_TYPES, AnswerType, value_matches
+from harness.scoring.values import ANSWER_TYPES, AnswerType
 
 __all__ = [
     "ANSWER_TYPES",
+    "PROFILES",
     "AnswerType",
     "ChainResolver",
     "Gold",
@@ -23,9 +26,10 @@ __all__ = [
     "KnownIdResolver",
     "MappingResolver",
     "ProbeScore",
+    "ScoringProfile",
     "SourceResolver",
     "canonical_source",
+    "get_profile",
     "score_outcome",
     "score_reply",
-    "value_matches",
 ]

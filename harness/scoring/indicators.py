@@ -1,8 +1,9 @@
 """Per-probe indicators AC, SC, VC, GC, WS, HR exactly as in paper section 3.5.
 
 Above: the probe runner and ``mirage rescore``, which turn one reply + its gold annotation into
-the indicator fields of a results record. Below: ``harness.protocol.parse_response``, source
-canonicalisation (``sources``) and value normalisation (``values``).
+the indicator fields of a results record. Below: a scoring profile (``profiles``: its reply
+parser and value rules) and source canonicalisation (``sources``). The definitions below are the
+same under every profile; profiles differ only in how they read the reply and compare values.
 
 - AC = 1[ẑ = z*] on every parsed probe.
 - Answerable probes: SC = 1[canon(src) = src*], VC = 1[norm(ŷ) = y*], GC = SC·VC,
@@ -17,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.protocol import NONE_VALUE, ParseOutcome, parse_response
+from harness.protocol import DEFAULT_PROFILE, NONE_VALUE, ParseOutcome, ProfileName
+from harness.scoring.profiles import ScoringProfile, get_profile
 from harness.scoring.sources import SourceResolver, canonical_source, same_source
-from harness.scoring.values import AnswerType, value_matches
+from harness.scoring.values import AnswerType
 
 Indicator = Literal[0, 1]
 
@@ -72,6 +74,7 @@ class ProbeScore(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     outcome: ParseOutcome
+    scoring: ProfileName
     canonical_source: str | None = None
     AC: Indicator | None = None
     SC: Indicator | None = None
@@ -85,20 +88,32 @@ def _flag(condition: bool) -> Indicator:
     return 1 if condition else 0
 
 
-def score_outcome(outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | None) -> ProbeScore:
-    """Indicators of one parsed reply against its gold annotation."""
+def score_outcome(
+    outcome: ParseOutcome,
+    gold: Gold,
+    resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+) -> ProbeScore:
+    """Indicators of one parsed reply against its gold annotation, under ``profile``."""
+    rules = get_profile(profile)
     if outcome.pf:
-        return ProbeScore(outcome=outcome)
+        return ProbeScore(outcome=outcome, scoring=rules.name)
     parsed = outcome.parsed
     canonical = canonical_source(parsed.source, resolver)
     accuracy = _flag(parsed.answerable == gold.answerable)
     if gold.answerable == "NO":
         claims_answer = parsed.answer is not None and parsed.answer != NONE_VALUE
         hallucinated = _flag(parsed.answerable == "YES" or claims_answer)
-        return ProbeScore(outcome=outcome, canonical_source=canonical, AC=accuracy, HR=hallucinated)
+        return ProbeScore(
+            outcome=outcome,
+            scoring=rules.name,
+            canonical_source=canonical,
+            AC=accuracy,
+            HR=hallucinated,
+        )
     source_ok = _flag(same_source(canonical, gold.source))
     value_ok = _flag(
-        value_matches(
+        rules.value_matches(
             parsed.answer,
             gold.answer or "",
             gold.answer_type,
@@ -109,6 +124,7 @@ def score_outcome(outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | 
     )
     return ProbeScore(
         outcome=outcome,
+        scoring=rules.name,
         canonical_source=canonical,
         AC=accuracy,
         SC=source_ok,
@@ -118,6 +134,12 @@ def score_outcome(outcome: ParseOutcome, gold: Gold, resolver: SourceResolver | 
     )
 
 
-def score_reply(reply: str | None, gold: Gold, resolver: SourceResolver | None) -> ProbeScore:
-    """Parse and score one raw reply."""
-    return score_outcome(parse_response(reply), gold, resolver)
+def score_reply(
+    reply: str | None,
+    gold: Gold,
+    resolver: SourceResolver | None,
+    profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+) -> ProbeScore:
+    """Parse and score one raw reply under ``profile`` (default ``paper``)."""
+    rules = get_profile(profile)
+    return score_outcome(rules.parse(reply), gold, resolver, rules)

@@ -2,22 +2,30 @@
 
 Above: the scorer, which compares the canonical id of a predicted SOURCE with the gold source.
 Below: a ``SourceResolver`` — anything with ``resolve(ref) -> artifact id | None``. The memory
-server's ``Workspace`` satisfies it (paths, derived files, summaries, dated notes and anchors
-resolve through the workspace manifest). ``KnownIdResolver`` is the manifest-free fallback used
-when only the gold ids are known (for example when rescoring a results file on its own): it
-accepts a reference that mentions exactly one known id, e.g. ``derived/chart_3f9a.table.csv``.
+server's ``Workspace`` is the canonicaliser: paths, derived files, summaries, dated notes and
+anchors resolve through the workspace manifest (``memory_server.resolve``, shared with the MCP
+tools). ``KnownIdResolver`` accepts a reference that mentions exactly one known id, e.g.
+``derived/chart_3f9a.table.csv``, using the memory server's own id-token rule (``IdMentions``);
+the ``lenient`` profile chains it after the workspace.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from harness.protocol import NONE_VALUE
+from memory_server.resolve import IdMentions, clean_reference
 
-_WRAPPERS = "\"'`[]<>(){}* \t\r\n"
-_TRAILING = ".,;:!?"
+__all__ = [
+    "ChainResolver",
+    "KnownIdResolver",
+    "MappingResolver",
+    "SourceResolver",
+    "canonical_source",
+    "clean_reference",
+    "same_source",
+]
 
 
 @runtime_checkable
@@ -25,36 +33,15 @@ class SourceResolver(Protocol):
     def resolve(self, ref: str) -> str | None: ...
 
 
-def clean_reference(ref: str) -> str:
-    """Strip quoting, markdown and trailing punctuation around a reference."""
-    text = ref.strip()
-    previous = None
-    while previous != text:
-        previous = text
-        text = text.strip(_WRAPPERS).rstrip(_TRAILING)
-    return text.replace("\\", "/")
-
-
 class KnownIdResolver:
     """Resolves a reference that names exactly one of a fixed set of artifact ids."""
 
     def __init__(self, artifact_ids: Iterable[str]) -> None:
-        ids = sorted({i for i in artifact_ids if i}, key=len, reverse=True)
-        self._canonical = {i.casefold(): i for i in ids}
-        self._pattern = (
-            re.compile(
-                r"(?<![A-Za-z0-9])(" + "|".join(re.escape(i) for i in ids) + r")(?![A-Za-z0-9])",
-                re.IGNORECASE,
-            )
-            if ids
-            else None
-        )
+        self._mentions = IdMentions(artifact_ids)
 
     def resolve(self, ref: str) -> str | None:
-        if self._pattern is None:
-            return None
-        found = {self._canonical[m.group(1).casefold()] for m in self._pattern.finditer(ref)}
-        return next(iter(found)) if len(found) == 1 else None
+        found = self._mentions.find(ref)
+        return found[0] if len(found) == 1 else None
 
 
 class MappingResolver:

@@ -1,7 +1,8 @@
-"""Answer-value normalisation and matching: ``norm(ANSWER) = gold`` of paper section 3.5.
+"""Value matching of the ``lenient`` profile: ``norm(ANSWER) = gold`` of paper section 3.5.
 
-Above: the scorer, which asks ``value_matches(predicted, gold, answer_type, ...)``. Below: fixed,
-deterministic rules per answer type (documented in docs/metrics.md):
+Above: the scorer, which asks ``value_matches(predicted, gold, answer_type, ...)`` (the ``paper``
+profile's rules are ``paper_values``). Below: fixed, deterministic rules per answer type
+(documented in docs/metrics.md):
 
 - numeric: currency symbols/codes, ``%``/percent, thousands separators, magnitude suffixes and
   words (K/thousand, M/mn/million, B/bn/billion, T/tn/trillion), trailing unit words and

@@ -1,9 +1,9 @@
 """Backbones behind the ``Backbone`` seam, chosen by model string.
 
 ``make_backbone(None)`` or ``make_backbone("local/smollm2-135m")`` gives the embedded SmolLM2
-model (offline, in process); any other string is a litellm model (``openai/...`` with
-``api_base``, ``anthropic/...``, ``hosted_vllm/...``, ``ollama/...``). Heavy libraries
-(litellm, llama_cpp) load only when a backbone is used.
+model (offline, in a llama.cpp worker process); any other string is a litellm model
+(``openai/...`` with ``api_base``, ``anthropic/...``, ``hosted_vllm/...``, ``ollama/...``).
+Heavy libraries (litellm, llama_cpp) load only when a backbone is used.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _LOCAL_OPTIONS = frozenset(
 )
 
 _IGNORED_LOCAL_OPTIONS = frozenset({"timeout_s", "max_retries"})
-"""Accepted for every model so callers can pass one option set; an in-process model has no
+"""Accepted for every model so callers can pass one option set; the embedded model has no
 network to time out or retry."""
 
 

@@ -1,46 +1,45 @@
-"""The embedded backbone: SmolLM2-135M-Instruct through llama-cpp-python, in process.
+"""The embedded backbone: SmolLM2-135M-Instruct through llama-cpp-python, in a worker process.
 
 Above: the agent loop, through the ``Backbone`` seam (text tool mode only: the model has no
-native tool slots). Below: one cached ``llama_cpp.Llama`` per model file and context size per
-process. The prompt is rendered as ChatML text here and passed as tokens to the low-level
+native tool slots). Below: one llama.cpp worker process per model file, context size and thread
+count (``runtime/backbones/llama_worker.py``), shared by every backbone in this process. The
+prompt is rendered as ChatML text here; the worker tokenizes it and runs the low-level
 completion, so llama.cpp keeps the longest common token prefix with the previous evaluation in
 its KV cache: restoring one checkpoint for many probes prefills the shared prefix once.
 ``cached_tokens`` reports that reused prefix.
 
-Calls are serialised with a process-wide ``threading.Lock`` taken inside the worker thread
-(``asyncio.to_thread``): the model is shared by every backbone and every event loop in the
-process, and an ``asyncio.Lock`` is bound to a single loop.
+The model runs outside this process so that a native crash (an instruction this CPU cannot
+execute, say) becomes a ``ProviderError`` naming the signal and ``mirage doctor`` instead of
+ending the run; a pipe round trip costs well under a millisecond against tens to thousands of
+milliseconds per generation (benchmarks/bench_backbones.py). Calls run in a worker thread
+(``asyncio.to_thread``) and are serialised by the worker's lock, which holds across event loops.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import importlib.util
 import os
-import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from runtime.backbones.base import Completion, ProviderError, ProviderErrorKind, ToolMode
+from runtime.backbones.base import Backbone, Completion, PromptCount, ProviderError, ToolMode
+from runtime.backbones.llama_worker import (
+    CHATML_END,
+    Generated,
+    GenerateRequest,
+    LlamaWorker,
+    ModelSpec,
+    TokenizeRequest,
+    worker_for,
+)
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 
-if TYPE_CHECKING:
-    from llama_cpp import Llama
-
-log = structlog.get_logger(__name__)
-
 SMOLLM2_MODEL = "local/smollm2-135m"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-CHATML_END = "<|im_end|>"
 THREADS_ENV = "MIRAGE_LLAMA_THREADS"
 DEFAULT_THREADS = 2
 
@@ -67,43 +66,6 @@ def default_thread_count() -> int:
     return int(value)
 
 
-@dataclass
-class _LoadedModel:
-    llama: Llama
-    lock: threading.Lock
-
-
-_MODELS: dict[tuple[str, int], _LoadedModel] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def _load_model(path: Path, n_ctx: int, n_threads: int) -> _LoadedModel:
-    key = (str(path.resolve()), n_ctx)
-    with _MODELS_LOCK:
-        if key not in _MODELS:
-            from llama_cpp import Llama
-
-            started = time.perf_counter()
-            llama = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_threads_batch=n_threads,
-                n_batch=512,
-                verbose=False,
-            )
-            _MODELS[key] = _LoadedModel(llama=llama, lock=threading.Lock())
-            # Free the model before interpreter teardown; llama-cpp's __del__ at exit fails noisily.
-            atexit.register(llama.close)
-            log.info(
-                "embedded_model_loaded",
-                path=str(path),
-                n_ctx=n_ctx,
-                seconds=round(time.perf_counter() - started, 3),
-            )
-        return _MODELS[key]
-
-
 def render_chatml(messages: Sequence[OpenAIMessage], *, default_system: str | None) -> str:
     """ChatML text ending with an open assistant turn (the SmolLM2 chat template).
     Role ``tool`` is written as a user turn: the template knows only three roles."""
@@ -120,17 +82,10 @@ def render_chatml(messages: Sequence[OpenAIMessage], *, default_system: str | No
     return "".join(parts)
 
 
-def common_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
-    length = 0
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
+class EmbeddedBackbone(Backbone):
+    """SmolLM2 (or another ChatML GGUF via ``model_path``) in a llama.cpp worker process."""
 
-
-class EmbeddedBackbone:
-    """SmolLM2 (or another ChatML GGUF via ``model_path``) running in this process."""
+    max_output_tokens: int
 
     def __init__(
         self,
@@ -158,89 +113,47 @@ class EmbeddedBackbone:
         self.default_system = default_system
         self._model_path = Path(model_path) if model_path is not None else None
 
-    def _loaded(self) -> _LoadedModel:
+    def worker(self) -> LlamaWorker:
+        """The worker process holding this backbone's model (started on first use)."""
         path = self._model_path or smollm2_gguf_path()
-        return _load_model(path, self.context_window, self.n_threads)
+        return worker_for(ModelSpec(str(path.resolve()), self.context_window, self.n_threads))
 
     def load(self) -> None:
-        """Load (or reuse) the model now instead of on the first call."""
-        self._loaded()
+        """Start the worker and load the model now instead of on the first call."""
+        self.worker().start()
 
     def render_prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
         converted = to_openai_messages(messages, tools, self.profile, "text")
         return render_chatml(converted, default_system=self.default_system)
 
-    def count_prompt_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    def count_prompt_tokens(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> PromptCount:
         """Input tokens a call would have, by this model's own tokenizer (no generation)."""
-        prompt = self.render_prompt(messages, tools).encode("utf-8")
-        loaded = self._loaded()
-        with loaded.lock:
-            return len(loaded.llama.tokenize(prompt, add_bos=True, special=True))
+        count: int = self.worker().call(TokenizeRequest(self.render_prompt(messages, tools)))
+        return PromptCount(count, "provider")
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
-        prompt = self.render_prompt(messages, tools)
-        return await asyncio.to_thread(self._complete_blocking, prompt)
+        request = GenerateRequest(
+            prompt=self.render_prompt(messages, tools),
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
+        generated: Generated = await asyncio.to_thread(self.worker().call, request)
+        return self._to_completion(generated)
 
-    def _complete_blocking(self, prompt: str) -> Completion:
-        loaded = self._loaded()
-        with loaded.lock:
-            started = time.perf_counter()
-            llama = loaded.llama
-            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
-            max_tokens = self._output_budget(len(tokens))
-            cached = self._reusable_prefix(llama, tokens)
-            result = self._generate(llama, tokens, max_tokens)
-            latency = time.perf_counter() - started
-        return self._to_completion(result, len(tokens), cached, latency)
-
-    def _generate(self, llama: Llama, tokens: list[int], max_tokens: int) -> dict[str, Any]:
-        try:
-            result: Any = llama.create_completion(
-                tokens,
-                max_tokens=max_tokens,
-                temperature=self.temperature,
-                seed=self.seed,
-                stop=[CHATML_END],
-            )
-        except (RuntimeError, ValueError) as exc:  # llama.cpp decode/eval failures
-            kind: ProviderErrorKind = (
-                "context_length" if "context window" in str(exc) else "unknown"
-            )
-            raise ProviderError(kind, f"llama.cpp: {exc}") from exc
-        return dict(result)
-
-    def _output_budget(self, prompt_tokens: int) -> int:
-        room = self.context_window - prompt_tokens
-        if room < 1:
-            raise ProviderError(
-                "context_length",
-                f"prompt of {prompt_tokens} tokens does not fit the embedded model's "
-                f"{self.context_window}-token window",
-            )
-        return min(self.max_output_tokens, room)
-
-    @staticmethod
-    def _reusable_prefix(llama: Llama, tokens: Sequence[int]) -> int:
-        """Prompt tokens llama.cpp will take from its KV cache instead of re-evaluating
-        (it always re-evaluates at least the last prompt token to refresh the logits)."""
-        previous = llama.input_ids[: llama.n_tokens].tolist()
-        return min(common_prefix_length(previous, tokens), len(tokens) - 1)
-
-    def _to_completion(
-        self, result: dict[str, Any], prompt_tokens: int, cached: int, latency: float
-    ) -> Completion:
-        choice = result["choices"][0]
-        output_tokens = int(result["usage"]["completion_tokens"])
+    def _to_completion(self, generated: Generated) -> Completion:
         usage = Usage(
-            input_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            cached_tokens=max(cached, 0),
+            input_tokens=generated.prompt_tokens,
+            output_tokens=generated.output_tokens,
+            cached_tokens=generated.cached_tokens,
             source="provider",
         )
         return Completion(
-            text=choice["text"],
+            text=generated.text,
             usage=usage,
-            finish_reason=choice.get("finish_reason") or "stop",
+            finish_reason=generated.finish_reason,
             model=self.model,
-            latency_s=latency,
+            latency_s=generated.latency_s,
         )

@@ -1,8 +1,9 @@
 """Bare-JSON family (Llama 3.x, Gemma JSON variant): ``{"name": ..., "parameters": ...}``,
 optionally after ``<|python_tag|>``, several calls separated by ``;``.
 
-The call run starts at ``<|python_tag|>`` or at the first object that opens with a ``name``,
-``type`` or ``function`` key; text before and after it is content.
+A call run starts at each ``<|python_tag|>`` or at an object that opens with a ``name``,
+``type`` or ``function`` key; text before, between and after the runs is content. A malformed
+object (not cut off) ends where the next call starts, so a good call after it is kept.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Sequence
 
 from runtime.messages import ToolCall, ToolSpec
 from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
-from runtime.parsers.hermes import validate_json_calls
 from runtime.parsers.scan import BodyError, cut, decode_json_at
-from runtime.parsers.validation import overall_label
+from runtime.parsers.validation import overall_label, validate_json_calls
 
 PYTHON_TAG = "<|python_tag|>"
 _START = re.compile(r"<\|python_tag\|>|\{\s*[\"'](?:name|type|function)[\"']\s*:")
@@ -31,25 +31,33 @@ class BareJsonParser:
         truncated: bool = False,
         native_calls: Sequence[ToolCall] = (),
     ) -> ParseResult:
-        start = _START.search(text)
-        if start is None:
-            return ParseResult(family=self.family, content=text.strip())
-        tagged = start.group(0) == PYTHON_TAG
-        position = start.end() if tagged else start.start()
-        calls, end = self._parse_run(text, position, tools, truncated=truncated)
-        if tagged and not calls:
-            rest = text[position:].strip()
-            label = undecodable_label(not rest)
-            calls = [ParsedCall(label=label, raw=rest, error="no JSON call after <|python_tag|>")]
-            end = len(text)
-        content = cut(text, [(start.start(), end)])
+        calls: list[ParsedCall] = []
+        spans: list[tuple[int, int]] = []
+        position = 0
+        while (start := _START.search(text, position)) is not None:
+            tagged = start.group(0) == PYTHON_TAG
+            body = start.end() if tagged else start.start()
+            run, end = self._parse_run(text, body, tools, truncated=truncated)
+            if tagged and not run:
+                end = _next_start(text, body)
+                rest = text[body:end].strip()
+                label = undecodable_label(not rest and end == len(text))
+                run = [ParsedCall(label=label, raw=rest, error="no JSON call after <|python_tag|>")]
+            calls.extend(run)
+            spans.append((start.start(), end))
+            position = max(end, start.start() + 1)
         return ParseResult(
-            family=self.family, content=content, calls=tuple(calls), overall=overall_label(calls)
+            family=self.family,
+            content=cut(text, spans),
+            calls=tuple(calls),
+            overall=overall_label(calls),
         )
 
     def _parse_run(
         self, text: str, position: int, tools: Sequence[ToolSpec], *, truncated: bool
     ) -> tuple[list[ParsedCall], int]:
+        """The calls from ``position`` on, separated by ``;``, and where they end. A call
+        that is malformed (not cut off) ends where the next call starts."""
         calls: list[ParsedCall] = []
         end = position
         while True:
@@ -59,10 +67,17 @@ class BareJsonParser:
             try:
                 payload, end = decode_json_at(text, position)
             except BodyError as exc:
-                label = undecodable_label(exc.incomplete or truncated)
-                calls.append(ParsedCall(label=label, raw=text[position:], error=str(exc)))
-                return calls, len(text)
+                end = len(text) if exc.incomplete else _next_start(text, position)
+                label = undecodable_label(end == len(text) and (exc.incomplete or truncated))
+                calls.append(ParsedCall(label=label, raw=text[position:end], error=str(exc)))
+                return calls, end
             calls.extend(validate_json_calls(payload, tools, raw=text[position:end]))
+
+
+def _next_start(text: str, position: int) -> int:
+    """Where the next call starts after ``position`` (or the end of the text)."""
+    following = _START.search(text, position + 1)
+    return following.start() if following else len(text)
 
 
 def _skip_separators(text: str, position: int) -> int:

@@ -27,6 +27,13 @@ OutcomeLabel = Literal[
     "pseudo_tool",
     "adapted",
 ]
+"""Per call: ``ok`` (executable as written); ``truncated`` (the reply ended inside the call, or
+the backbone hit its token limit there); ``marker_bad_body`` (a complete call whose body does
+not decode); ``wrong_shape`` (decodes, but not as a call); ``unknown_tool``,
+``missing_required``, ``unexpected_param``, ``type_error`` (fails the offered tool's schema —
+including NaN/Infinity, which JSON cannot carry); ``pseudo_tool`` / ``adapted`` (tool-like text
+outside the family's format, not recovered / recovered). A marker merely mentioned in prose is
+no call at all: its text stays in the content."""
 
 EXECUTABLE_LABELS: frozenset[str] = frozenset({"ok", "adapted"})
 

@@ -1,35 +1,43 @@
 """Hermes / Qwen family: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``.
 
 Repeated blocks carry parallel calls; a JSON list inside one block (SmolLM2's trained format)
-carries several calls too. Each listed call is validated on its own.
+carries several calls too. Each listed call is validated on its own. A ``<tool_call>`` that is
+not followed by a call body (a JSON value, or a name and ``(``) is a mention in prose and
+stays in the content.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
 
 from runtime.messages import ToolSpec
-from runtime.parsers.base import ParsedCall
-from runtime.parsers.blocks import TaggedBlockParser
-from runtime.parsers.scan import decode_body
-from runtime.parsers.validation import validate_call
+from runtime.parsers.blocks import (
+    Block,
+    TaggedBlockParser,
+    ends_reply,
+    json_block_calls,
+    json_extent,
+    opens_json,
+    plain_extent,
+)
 
-
-def validate_json_calls(payload: Any, tools: Sequence[ToolSpec], *, raw: str) -> list[ParsedCall]:
-    """One call object or a list of them, each validated on its own."""
-    if isinstance(payload, list):
-        if not payload:
-            return [ParsedCall(label="wrong_shape", raw=raw, error="empty list of calls")]
-        return [validate_call(item, tools, raw=raw) for item in payload]
-    return [validate_call(payload, tools, raw=raw)]
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_NAMED_BODY = re.compile(r"\s*[A-Za-z_][\w.\-]*\s*[({]")
 
 
 class HermesParser(TaggedBlockParser):
     family = "hermes"
-    open_marker = r"<tool_call>"
-    close_marker = r"</tool_call>"
-    stray_markers = ("</tool_call>",)
+    opener = re.compile(re.escape(OPEN))
 
-    def parse_body(self, body: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:
-        return validate_json_calls(decode_body(body), tools, raw=body)
+    def read_block(
+        self, text: str, opener: re.Match[str], tools: Sequence[ToolSpec], *, truncated: bool
+    ) -> Block | None:
+        start = opener.end()
+        if opens_json(text, start):
+            extent = json_extent(text, start, OPEN, CLOSE)
+        elif _NAMED_BODY.match(text, start) or ends_reply(text, start):
+            extent = plain_extent(text, start, OPEN, CLOSE)
+        else:
+            return None
+        return Block(json_block_calls(extent, tools, truncated=truncated), extent.end)

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 from runtime.messages import ToolCall, ToolSpec
 from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
-from runtime.parsers.hermes import validate_json_calls
 from runtime.parsers.scan import BodyError, cut, decode_json_at
-from runtime.parsers.validation import overall_label, validate_arguments
+from runtime.parsers.validation import overall_label, validate_arguments, validate_json_calls
 
 MARKER = "[TOOL_CALLS]"
 _NAMED = re.compile(r"([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(?:\[ARGS\])?\s*")

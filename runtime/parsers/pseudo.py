@@ -3,9 +3,11 @@
 Runs only when the family parser found no call at all. The detector names the kinds of
 tool-like text a reply contains (a simulated tool turn such as ``<|im_start|>tool``,
 ``<tool_code>``, a ReAct ``Action:`` line, a ``{"name": ...}`` blob outside any wrapper, an
-offered tool's name followed by ``(``, or another family's call markers). Adapters — off by
-default and switched on per run — try to recover an executable call from that text; a
-recovered call that validates is labelled ``adapted``, anything else stays ``pseudo_tool``.
+offered tool's name followed by ``(``, or another family's call markers — ``<tool_call>``,
+``<function=...>`` and ``<|action_start|>`` only where a call body follows them, not where
+prose merely mentions them). Adapters — off by default and switched on per run — try to
+recover an executable call from that text; a recovered call that validates is labelled
+``adapted``, anything else stays ``pseudo_tool``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "foreign_marker",
         re.compile(
-            r"<tool_call>|\[TOOL_CALLS\]|<\|action_start\|>|<\|python_tag\|>|<function="
+            r"<tool_call>\s*(?:```[\w-]*\s*)?(?:[\[{]|<function=|\Z)"
+            r"|<function=[^>\n]*>\s*(?:<parameter=|</function>|\{)"
+            r"|<\|action_start\|>\s*(?:<\|plugin\|>|<\|interpreter\|>|\{)"
+            r"|\[TOOL_CALLS\]|<\|python_tag\|>"
             r"|<\|python_start\|>|<\|tool_calls?_begin\|>"
         ),
     ),

@@ -2,7 +2,11 @@
 
 Parsed with ``ast`` (never ``eval``); only literal arguments are accepted. Positional
 arguments are mapped onto the tool's parameters in schema order. Prose around the list is
-kept as content.
+kept as content; Llama 4's ``<|python_start|>``/``<|python_end|>`` around a list belong to it.
+
+A list the reply ends inside is ``truncated``; a complete list that is not valid Python
+(mismatched brackets, a stray quote) is ``marker_bad_body``, and as in vLLM's pythonic parser
+the calls in it that parse on their own are still kept.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ from runtime.parsers.scan import (
     call_parts,
     cut,
     dotted_name,
-    find_closing,
     parse_python,
+    scan_brackets,
 )
 from runtime.parsers.validation import find_tool, overall_label, validate_arguments
 
 _LIST_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\(")
-_WRAPPERS = ("<|python_start|>", "<|python_end|>")
+_CALL_SEPARATOR = re.compile(r",(?=\s*[A-Za-z_][\w.]*\s*\()")
+_WRAPPER_BEFORE = re.compile(r"<\|python_start\|>\s*$")
+_WRAPPER_AFTER = re.compile(r"\s*<\|python_end\|>")
 
 
 class PythonicParser:
@@ -43,32 +49,64 @@ class PythonicParser:
         spans: list[tuple[int, int]] = []
         position = 0
         while (match := _LIST_START.search(text, position)) is not None:
-            close = find_closing(text, match.start())
-            end = len(text) if close is None else close + 1
-            calls.extend(
-                self._parse_list(text[match.start() : end], tools, closed=close is not None)
-            )
-            spans.append((match.start(), end))
+            scan = scan_brackets(text, match.start())
+            cut_off = scan.cut_off and (truncated or not scan.malformed)
+            end = len(text) if cut_off else scan.end
+            source = text[match.start() : end]
+            if cut_off:
+                calls.append(ParsedCall(label="truncated", raw=source, error="call list cut off"))
+            else:
+                calls.extend(_parse_list(source, tools))
+            spans.append(_with_wrappers(text, match.start(), end))
             position = end
-        content = cut(text, spans)
-        for wrapper in _WRAPPERS:
-            content = content.replace(wrapper, "").strip()
         return ParseResult(
-            family=self.family, content=content, calls=tuple(calls), overall=overall_label(calls)
+            family=self.family,
+            content=cut(text, spans),
+            calls=tuple(calls),
+            overall=overall_label(calls),
         )
 
-    def _parse_list(
-        self, source: str, tools: Sequence[ToolSpec], *, closed: bool
-    ) -> list[ParsedCall]:
-        if not closed:
-            return [ParsedCall(label="truncated", raw=source, error="call list not closed")]
+
+def _with_wrappers(text: str, start: int, end: int) -> tuple[int, int]:
+    before = _WRAPPER_BEFORE.search(text, 0, start)
+    after = _WRAPPER_AFTER.match(text, end)
+    return (before.start() if before else start, after.end() if after else end)
+
+
+def _parse_list(source: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:
+    try:
+        tree = parse_python(source)
+    except BodyError as exc:
+        return _salvage(source, tools) or [
+            ParsedCall(label="marker_bad_body", raw=source, error=str(exc))
+        ]
+    if not isinstance(tree, ast.List):
+        return [ParsedCall(label="wrong_shape", raw=source, error="expected a list of calls")]
+    return [call_from_ast(element, tools, raw=source) for element in tree.elts]
+
+
+def _salvage(source: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:
+    """The calls of a list that is not valid Python as a whole, one segment at a time: a
+    segment that parses as a call is validated, the rest become one ``marker_bad_body``.
+    Empty when no segment parses (the caller then labels the whole list)."""
+    inner = source[1:-1] if source.endswith("]") else source[1:]
+    calls: list[ParsedCall] = []
+    pending = ""
+    for segment in _CALL_SEPARATOR.split(inner):
+        pending = f"{pending},{segment}" if pending else segment
         try:
-            tree = parse_python(source)
-        except BodyError as exc:
-            return [ParsedCall(label="marker_bad_body", raw=source, error=str(exc))]
-        if not isinstance(tree, ast.List):
-            return [ParsedCall(label="wrong_shape", raw=source, error="expected a list of calls")]
-        return [call_from_ast(element, tools, raw=source) for element in tree.elts]
+            node = parse_python(pending)
+        except BodyError:
+            continue
+        if isinstance(node, ast.Call):
+            calls.append(call_from_ast(node, tools, raw=pending.strip()))
+            pending = ""
+    if not calls:
+        return []
+    if pending.strip():
+        error = "not valid Python"
+        calls.append(ParsedCall(label="marker_bad_body", raw=pending.strip(), error=error))
+    return calls
 
 
 def call_from_ast(node: ast.AST, tools: Sequence[ToolSpec], *, raw: str) -> ParsedCall:

@@ -11,14 +11,20 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 _DECODER = json.JSONDecoder()
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
-_EMPTY_FENCE = re.compile(r"```[\w-]*\s*```")
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError, TypeError)
 _JSON_WORDS = {"true": True, "false": False, "null": None, "none": None}
+_FENCE_OPEN = re.compile(r"^```[\w-]*[ \t]*\n?")
+_PARTIAL_TAIL = re.compile(
+    r"-?\d*\.?\d*(?:[eE][+-]?\d*)?|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?"
+)
+_EMPTY_FENCE_BEFORE = re.compile(r"```[\w-]*\s*$")
+_EMPTY_FENCE_AFTER = re.compile(r"^\s*```")
 
 
 class BodyError(ValueError):
@@ -57,6 +63,32 @@ def find_closing(text: str, start: int) -> int | None:
 
 
 def looks_incomplete(text: str) -> bool:
+    """True when ``text`` is a cut-off beginning of a call body: decoding it fails only because
+    the text ended (inside a string, a number or a word, or with brackets still open), not at
+    a malformation before the end. ``{"a": {bad}`` is complete but malformed; ``{"a": "x`` is
+    cut off. Bodies written as Python literals (single quotes) are judged by their brackets."""
+    stripped = _FENCE_OPEN.sub("", text.strip(), count=1)
+    first_quote = next((char for char in stripped if char in "\"'"), '"')
+    if first_quote == "'":
+        return _brackets_open(stripped)
+    return _json_cut_off(stripped)
+
+
+def _json_cut_off(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Unterminated string"):
+            return True
+        if exc.msg.startswith("Invalid \\uXXXX escape"):
+            return exc.pos + 6 > len(text)
+        return _PARTIAL_TAIL.fullmatch(text[exc.pos :]) is not None
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def _brackets_open(text: str) -> bool:
     """True when ``text`` ends inside a string or with brackets still open."""
     depth = 0
     quote: str | None = None
@@ -69,7 +101,7 @@ def looks_incomplete(text: str) -> bool:
                 escaped = True
             elif char == quote:
                 quote = None
-        elif char == '"':
+        elif char in "\"'":
             quote = char
         elif char in "([{":
             depth += 1
@@ -85,16 +117,12 @@ def strip_fence(text: str) -> str:
     return match.group(1).strip() if match else stripped
 
 
-def remove_empty_fences(text: str) -> str:
-    return _EMPTY_FENCE.sub("", text)
-
-
 def decode_body(body: str) -> Any:
     """Decode a call body: one JSON value, several JSON values in a row (returned as a list),
     or a Python literal (single quotes, ``True``/``None``). Raises ``BodyError``."""
     text = strip_fence(body)
     if not text:
-        raise BodyError("empty call body", incomplete=False)
+        raise BodyError("empty call body", incomplete=True)
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -233,7 +261,10 @@ def _short(exc: BaseException) -> str:
 
 
 def cut(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with the given ``(start, end)`` spans removed, whitespace-tidied."""
+    """``text`` with the given ``(start, end)`` spans removed. Text outside the spans is kept
+    byte for byte, except at each junction: a Markdown fence left empty by the cut is
+    dropped and a whitespace run of more than two line breaks becomes a blank line. The
+    result is stripped."""
     pieces: list[str] = []
     position = 0
     for start, end in sorted(spans):
@@ -241,5 +272,108 @@ def cut(text: str, spans: list[tuple[int, int]]) -> str:
             pieces.append(text[position:start])
             position = end
     pieces.append(text[position:])
-    joined = remove_empty_fences("".join(pieces))
-    return re.sub(r"\n{3,}", "\n\n", joined).strip()
+    joined = pieces[0]
+    for piece in pieces[1:]:
+        joined = _join(joined, piece)
+    return joined.strip()
+
+
+def _join(left: str, right: str) -> str:
+    before, after = _EMPTY_FENCE_BEFORE.search(left), _EMPTY_FENCE_AFTER.match(right)
+    if before is not None and after is not None:
+        left, right = left[: before.start()], right[after.end() :]
+    kept_left, kept_right = left.rstrip(), right.lstrip()
+    gap = left[len(kept_left) :] + right[: len(right) - len(kept_right)]
+    return kept_left + (gap if gap.count("\n") <= 2 else "\n\n") + kept_right
+
+
+def skip_space(text: str, index: int) -> int:
+    """The first index at or after ``index`` that is not whitespace (or ``len(text)``)."""
+    while index < len(text) and text[index].isspace():
+        index += 1
+    return index
+
+
+def decode_run_at(text: str, start: int) -> tuple[list[Any], int] | None:
+    """One or more bracketed JSON (or Python-literal) values starting at ``text[start]``,
+    separated by whitespace, ``,`` or ``;``; returns them and the index just past the last.
+    ``None`` when the first value does not decode. A marker inside a string value is part of
+    the value, so the run ends where the values really end."""
+    values: list[Any] = []
+    end = start
+    index = start
+    while index < len(text) and text[index] in "{[":
+        try:
+            value, index = decode_json_at(text, index)
+        except BodyError:
+            break
+        values.append(value)
+        end = index
+        while index < len(text) and (text[index].isspace() or text[index] in ",;"):
+            index += 1
+    return (values, end) if values else None
+
+
+@dataclass(frozen=True)
+class BracketScan:
+    """Where a bracketed region that starts at an opening bracket ends."""
+
+    end: int
+    """Just past its closing bracket; when never closed, the end of the text (or, for a
+    malformed region, just past its last ``]``)."""
+    closed: bool
+    malformed: bool
+    """A closer did not match its opener, or a quote had to be read as a plain character
+    (``query=Bob's``) for the region to close: complete text that is not a valid literal."""
+    cut_off: bool = False
+    """Read literally, the text ends inside the region (inside a string or with brackets
+    open) without any mismatch before."""
+
+
+def scan_brackets(text: str, start: int) -> BracketScan:
+    """Scan from the bracket at ``text[start]`` to its match, skipping quoted strings. An
+    unmatched closer is skipped and marks the region malformed; a string left open at the
+    end is retried with its quote read as a plain character, which marks the region
+    malformed if it then closes or mismatches. A region that only runs out of text is cut
+    off."""
+    ignored: set[int] = set()
+    first, open_quote = _scan_brackets(text, start, ignored)
+    cut_off = not first.closed and not first.malformed
+    scan = first
+    while open_quote is not None and len(ignored) < 3:
+        ignored.add(open_quote)
+        scan, open_quote = _scan_brackets(text, start, ignored)
+        if scan.closed or scan.malformed:
+            return BracketScan(scan.end, scan.closed, True, cut_off)
+    return BracketScan(first.end, first.closed, first.malformed, cut_off)
+
+
+def _scan_brackets(text: str, start: int, ignored: set[int]) -> tuple[BracketScan, int | None]:
+    stack: list[str] = []
+    quote_at: int | None = None
+    first_mismatch: int | None = None
+    index = start
+    while index < len(text):
+        char = text[index]
+        if quote_at is not None:
+            if char == "\\":
+                index += 1
+            elif char == text[quote_at]:
+                quote_at = None
+        elif char in "\"'" and index not in ignored:
+            quote_at = index
+        elif char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif char in ")]}":
+            if stack and stack[-1] == char:
+                stack.pop()
+                if not stack:
+                    return BracketScan(index + 1, True, first_mismatch is not None), None
+            elif first_mismatch is None:
+                first_mismatch = index
+        index += 1
+    if first_mismatch is None:
+        return BracketScan(len(text), False, False), quote_at
+    last_close = text.rfind("]", first_mismatch)
+    end = last_close + 1 if last_close != -1 else len(text)
+    return BracketScan(end, False, True), quote_at

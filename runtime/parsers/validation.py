@@ -4,12 +4,15 @@ Above: the family parsers, which hand over a call's name and raw arguments. Belo
 tool schemas (JSON Schema, as in OpenAI function tools) and ``jsonschema`` for the final check.
 Top-level argument values are coerced to the schema's type first (``"5"`` → ``5`` for an
 integer, a JSON string → a list for an array), because models write numbers as strings and
-text formats such as qwen3-coder XML carry every value as text.
+text formats such as qwen3-coder XML carry every value as text. A NaN or infinite number
+anywhere in the arguments (``1e999``, ``NaN``, ``Infinity``, which Python's decoders accept
+but JSON has no form for) makes the call a ``type_error``: it is never executed or sent on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -22,6 +25,7 @@ from runtime.parsers.base import OutcomeLabel, ParsedCall
 
 log = structlog.get_logger(__name__)
 
+_NON_FINITE = "not a finite number (1e999, NaN and Infinity have no JSON form)"
 _FAILURE_PRIORITY: tuple[OutcomeLabel, ...] = (
     "truncated",
     "missing_required",
@@ -46,6 +50,15 @@ def overall_label(calls: Sequence[ParsedCall]) -> OutcomeLabel:
     if labels <= {"ok", "adapted"}:
         return "adapted"
     return next((label for label in _FAILURE_PRIORITY if label in labels), "wrong_shape")
+
+
+def validate_json_calls(payload: Any, tools: Sequence[ToolSpec], *, raw: str) -> list[ParsedCall]:
+    """One decoded call object or a list of them, each validated on its own."""
+    if isinstance(payload, list):
+        if not payload:
+            return [ParsedCall(label="wrong_shape", raw=raw, error="empty list of calls")]
+        return [validate_call(item, tools, raw=raw) for item in payload]
+    return [validate_call(payload, tools, raw=raw)]
 
 
 def validate_call(
@@ -107,15 +120,38 @@ def validate_arguments(
     extra = [key for key in arguments if key not in properties]
     if extra and spec.parameters.get("additionalProperties", False) is False:
         return failed("unexpected_param", f"unexpected argument(s): {', '.join(extra)}")
+    where = non_finite_path(arguments)
+    if where is not None:
+        return failed("type_error", f"argument {where!r} is {_NON_FINITE}")
     coerced: dict[str, Any] = {}
     for key, value in arguments.items():
         ok, coerced[key] = coerce(value, properties.get(key, {}))
         if not ok:
             return failed("type_error", f"argument {key!r} is not {_describe(properties[key])}")
+    where = non_finite_path(coerced)
+    if where is not None:
+        return failed("type_error", f"argument {where!r} is {_NON_FINITE}")
     error = schema_error(spec.parameters, coerced)
     if error is not None:
         return failed("type_error", error)
     return ParsedCall(label=ok_label, name=name, arguments=coerced, raw=raw)
+
+
+def non_finite_path(value: Any, path: str = "") -> str | None:
+    """The path (``k``, ``filters/0``) of the first NaN or infinite number in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = non_finite_path(item, f"{path}/{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _drop_optional_nulls(

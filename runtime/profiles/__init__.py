@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolSpec, UserMessage
 from runtime.parsers import FAMILIES
 from runtime.profiles.render import (
+    STYLE_OF_PARSER,
     ToolPromptStyle,
     python_signature,
     render_tool_call,
@@ -27,6 +28,7 @@ from runtime.profiles.render import (
 __all__ = [
     "DEFAULT_PROFILE",
     "PROFILE_TABLE",
+    "STYLE_OF_PARSER",
     "ModelProfile",
     "ToolExample",
     "ToolPromptStyle",

@@ -16,6 +16,15 @@ from runtime.messages import ToolSpec
 ToolPromptStyle = Literal[
     "hermes", "qwen3_xml", "pythonic", "json_schema", "internlm", "mistral", "none"
 ]
+STYLE_OF_PARSER: dict[str, ToolPromptStyle] = {
+    "hermes": "hermes",
+    "pythonic": "pythonic",
+    "json": "json_schema",
+    "internlm": "internlm",
+    "mistral": "mistral",
+    "qwen3_xml": "qwen3_xml",
+}
+"""For each text parser family, the prompt style whose calls it reads."""
 
 _HERMES_INSTRUCTIONS = (
     "You may call one or more functions to assist with the user query.\n"

@@ -1,12 +1,20 @@
-"""EmbeddedBackbone: real SmolLM2-135M generations through llama-cpp-python."""
+"""EmbeddedBackbone: real SmolLM2-135M generations through llama-cpp-python in its worker
+process (the tests that load the model are slow), a real native crash of that worker, and the
+ChatML rendering (fast)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from runtime.backbones import EmbeddedBackbone, ProviderError
+from runtime.backbones.llama_worker import WorkerCrashed, describe_exit
 from runtime.backbones.local import render_chatml
 from runtime.messages import (
     AssistantMessage,
@@ -38,6 +46,7 @@ def probe(question: str) -> list[Message]:
     ]
 
 
+@pytest.mark.slow
 async def test_one_real_generation(backbone: EmbeddedBackbone) -> None:
     completion = await backbone.complete([UserMessage.text("Say hello.")], [])
     assert completion.text.strip()
@@ -48,6 +57,7 @@ async def test_one_real_generation(backbone: EmbeddedBackbone) -> None:
     assert completion.finish_reason in ("stop", "length")
 
 
+@pytest.mark.slow
 async def test_hitting_max_tokens_reports_length(backbone: EmbeddedBackbone) -> None:
     completion = await backbone.complete(
         [UserMessage.text("Write a long story about a lighthouse keeper.")], []
@@ -56,6 +66,7 @@ async def test_hitting_max_tokens_reports_length(backbone: EmbeddedBackbone) -> 
     assert completion.finish_reason == "length" and completion.truncated
 
 
+@pytest.mark.slow
 async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) -> None:
     first = await backbone.complete(probe("Which crate holds the most marbles?"), [])
     prompt_tokens = first.usage.input_tokens
@@ -69,6 +80,7 @@ async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) 
         assert completion.usage.cached_tokens > prompt_tokens - 30
 
 
+@pytest.mark.slow
 async def test_repeating_a_prompt_is_deterministic(backbone: EmbeddedBackbone) -> None:
     messages = [UserMessage.text("Name a colour.")]
     first = await backbone.complete(messages, [])
@@ -76,6 +88,8 @@ async def test_repeating_a_prompt_is_deterministic(backbone: EmbeddedBackbone) -
     assert (await backbone.complete(messages, [])).text == first.text
 
 
+@pytest.mark.slow
+@pytest.mark.slow
 async def test_a_prompt_beyond_the_window_is_a_context_length_error(
     backbone: EmbeddedBackbone,
 ) -> None:
@@ -85,6 +99,7 @@ async def test_a_prompt_beyond_the_window_is_a_context_length_error(
     assert caught.value.kind == "context_length" and not caught.value.retryable
 
 
+@pytest.mark.slow
 async def test_concurrent_callers_are_serialised(backbone: EmbeddedBackbone) -> None:
     questions = ("Say one.", "Say two.")
     results = await asyncio.gather(
@@ -93,6 +108,8 @@ async def test_concurrent_callers_are_serialised(backbone: EmbeddedBackbone) -> 
     assert all(result.usage.output_tokens >= 1 for result in results)
 
 
+@pytest.mark.slow
+@pytest.mark.slow
 async def test_tools_and_tool_results_are_rendered_in_text_mode(
     backbone: EmbeddedBackbone,
 ) -> None:
@@ -138,7 +155,90 @@ def test_thread_count_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
         EmbeddedBackbone()
 
 
+@pytest.mark.slow
 async def test_prompt_token_count_matches_a_real_call(backbone: EmbeddedBackbone) -> None:
     messages = [UserMessage.text("Count these tokens, please.")]
     completion = await backbone.complete(messages, [])
-    assert backbone.count_prompt_tokens(messages, []) == completion.usage.input_tokens
+    assert backbone.count_prompt_tokens(messages, []) == (completion.usage.input_tokens, "provider")
+
+
+def test_exit_statuses_are_named() -> None:
+    assert describe_exit(-signal.SIGILL) == "SIGILL (Illegal instruction)"
+    assert describe_exit(-signal.SIGSEGV) == "SIGSEGV (Segmentation fault)"
+    assert describe_exit(1) == "exit code 1"
+
+
+@pytest.mark.slow
+def test_the_model_loads_without_llama_cpps_extra_buffer_types(
+    backbone: EmbeddedBackbone,
+) -> None:
+    """Extra buffer types hold the AMX tile kernels that die with SIGILL on machines that
+    advertise AMX they cannot run; the weights must sit in plain CPU buffers."""
+    info = backbone.worker().start()
+    assert info.load.use_extra_bufts is False
+    weights = [line for line in info.load.buffer_lines if "model buffer size" in line]
+    assert weights and all(line.split()[1] in ("CPU", "CPU_Mapped") for line in weights)
+    assert "AVX2 = 1" in info.build.system_info  # llama.cpp's own compile-feature line
+    environment = Path(f"/proc/{info.pid}/environ").read_bytes().split(b"\0")
+    if "OMP_WAIT_POLICY" not in os.environ:  # OpenMP threads sleep at barriers, never spin
+        assert b"OMP_WAIT_POLICY=PASSIVE" in environment
+
+
+@pytest.mark.slow
+def test_the_extra_buffer_type_switch_reaches_llama_cpp() -> None:
+    from runtime.backbones.llama_worker import LlamaWorker, ModelSpec
+    from runtime.backbones.local import smollm2_gguf_path
+
+    worker = LlamaWorker(ModelSpec(str(smollm2_gguf_path()), 256, 1, extra_buffer_types=True))
+    try:
+        assert worker.start().load.use_extra_bufts is True
+    finally:
+        worker.close()
+
+
+def _kill_when_busy(backbone: EmbeddedBackbone, delay_s: float) -> threading.Thread:
+    pid = backbone.worker().pid
+    assert pid is not None
+
+    def kill() -> None:
+        time.sleep(delay_s)
+        os.kill(pid, signal.SIGILL)
+
+    thread = threading.Thread(target=kill)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+async def test_a_native_crash_mid_call_is_a_provider_error_and_the_model_comes_back() -> None:
+    crashing = EmbeddedBackbone(context_window=4096, max_output_tokens=400, n_threads=1)
+    crashing.load()
+    killer = _kill_when_busy(crashing, delay_s=0.5)  # prefill + 400 tokens take seconds
+    with pytest.raises(WorkerCrashed) as caught:
+        await crashing.complete(probe("Tell me about every crate, one by one."), [])
+    killer.join()
+    assert caught.value.signal_name == "SIGILL" and caught.value.kind == "unknown"
+    assert "SIGILL (Illegal instruction)" in str(caught.value)
+    assert "mirage doctor" in str(caught.value)
+
+    crashing.max_output_tokens = 4
+    first = await crashing.complete(probe("Which crate holds the most marbles?"), [])
+    again = await crashing.complete(probe("Name one crate."), [])
+    assert first.usage.output_tokens >= 1
+    assert again.usage.cached_tokens > first.usage.input_tokens - 30  # KV reuse after restart
+    crashing.worker().close()
+
+
+@pytest.mark.slow
+async def test_a_worker_that_keeps_crashing_is_not_restarted_forever() -> None:
+    crashing = EmbeddedBackbone(context_window=1024, max_output_tokens=2, n_threads=1)
+    worker = crashing.worker()
+    for _ in range(3):
+        worker.start()
+        pid = worker.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSEGV)
+        time.sleep(0.5)
+    with pytest.raises(WorkerCrashed, match="3 times in a row; not starting it again"):
+        await crashing.complete([UserMessage.text("hi")], [])
+    worker.close()

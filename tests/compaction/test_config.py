@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -54,3 +56,16 @@ def test_bad_config_is_rejected() -> None:
         CompactionConfig(unknown_field=1)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="positive"):
         CompactionConfig().budget(0)
+
+
+def test_the_summary_format_is_checked_when_the_config_is_made(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="unknown summary format 'bulleted'"):
+        CompactionConfig(format="bulleted")
+    with pytest.raises(ValidationError, match="does not exist"):
+        CompactionConfig(format=f"template:{tmp_path / 'missing.txt'}")
+    template = tmp_path / "t.txt"
+    template.write_text("Summarise {transcript} for {audience}")
+    with pytest.raises(ValidationError, match=r"unknown placeholder \{audience\}"):
+        CompactionConfig(format=f"template:{template}")
+    template.write_text("Summarise {transcript}")
+    assert CompactionConfig(format=f"template:{template}").format == f"template:{template}"

@@ -9,7 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK
-from runtime.cli import app
+from mirage.cli import app
 
 
 def test_validate_the_bundled_pack() -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK
 from harness.cue.records import CueRecord
 from harness.records import read_records
-from runtime.cli import app
+from mirage.cli import app
 
 
 def one_profile_pack(target: Path, profile: str = "p1") -> Path:

@@ -17,8 +17,8 @@ from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK
 from harness.cue.records import CueRecord
 from harness.cue.run import CueRun, RunFolderError
 from harness.records import read_records
+from mirage.cli import app
 from runtime.backbones import FunctionBackbone, ProviderError
-from runtime.cli import app
 from runtime.messages import Message, UserMessage
 
 CONDITIONS = ["full-context@detailed/split", "full-context@brief/asr"]

@@ -179,9 +179,11 @@ def unanswerable_gold(index: int) -> Gold:
     return Gold(answerable="NO", answer_type="numeric" if index % 2 else "string")
 
 
+# Reply shapes both scoring profiles read the same way: the plain protocol, a Gemma-style fenced
+# JSON object, a fenced block after a preamble, and all fields on one line.
 _TEMPLATES = (
     "ANSWERABLE={z}\nSOURCE={src}\nANSWER={ans}",
-    "**ANSWERABLE**: {z_lower}\n**SOURCE**: `{src}`\n**ANSWER**: {ans}",
+    '```json\n{{"ANSWERABLE": "{z_lower}", "SOURCE": "{src}", "ANSWER": "{ans}"}}\n```',
     "Here is my reply.\n```\nANSWERABLE = {z}\nSOURCE = {src}\nANSWER = {ans}\n```",
     "ANSWERABLE={z} SOURCE={src} ANSWER={ans}",
 )

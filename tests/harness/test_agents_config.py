@@ -29,7 +29,7 @@ def test_memory_url_binding() -> None:
     assert memory_binding("http://127.0.0.1:8765/mcp", None) == ("127.0.0.1", 8765)
     assert memory_binding("http://localhost:8765", None) == ("localhost", 8765)
     assert memory_binding("http://0.0.0.0:8765/mcp", "s3cret") == ("0.0.0.0", 8765)
-    with pytest.raises(ValueError, match="without a bearer token"):
+    with pytest.raises(ValueError, match="without a bearer token: pass --memory-token "):
         memory_binding("http://0.0.0.0:8765/mcp", None)
     with pytest.raises(ValueError, match="path must be /mcp"):
         memory_binding("http://127.0.0.1:8765/other", None)

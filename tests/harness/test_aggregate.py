@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.aggregate import StateRoles, aggregate
+from harness.aggregate import MixedProfilesError, StateRoles, aggregate
 from harness.records import (
     ProbeRecord,
     RecordKey,
@@ -68,17 +68,27 @@ def test_empty_denominators_are_null() -> None:
     assert cell.HR == 0.0 and cell.AC == 100.0
 
 
-def test_repeats_pool_and_spread() -> None:
-    records = [rec("S1-d0", f"a{i}", GROUNDED, repeat=0) for i in range(4)]
-    records += [rec("S1-d0", f"a{i}", GROUNDED if i < 2 else REFUSAL, repeat=1) for i in range(4)]
+def test_headline_rates_are_means_of_per_run_rates() -> None:
+    """Table 1 cells are means over runs, not pooled counts: run 0 grounds 1 of 1, run 1 grounds
+    0 of 3 (one more probe of run 1 is a PF), so GC is 50, not the pooled 25."""
+    records = [rec("S1-d0", "a0", GROUNDED, repeat=0)]
+    records += [rec("S1-d0", f"a{i}", MIRAGE_WRONG, repeat=1) for i in range(3)]
+    records += [rec("S1-d0", "a9", PF, repeat=1), rec("S1-d0", "a8", PF, repeat=1)]
     agg = aggregate(records)
-    assert pytest.approx(75.0) == agg.states["S1-d0"]["C0"].GC
-    spread = agg.cells["S1-d0"]["C0"].repeats["GC"]
-    assert spread is not None
-    assert spread.values == [100.0, 50.0] and spread.mean == 75.0
-    assert spread.sd == pytest.approx(35.355, abs=1e-3)
-    interval = agg.cells["S1-d0"]["C0"].intervals["GC"]
-    assert interval is not None and (interval.k, interval.n) == (6, 8)
+    cell = agg.states["S1-d0"]["C0"]
+    assert pytest.approx(50.0) == cell.GC
+    assert (cell.PF, cell.PF_total, cell.n, cell.runs) == (1.0, 2, 6, 2)
+    assert pytest.approx((0.0 + 60.0) / 2) == cell.MI  # run 0: 0 of 1; run 1: 3 of 5 (2 PF)
+    detail = agg.cells["S1-d0"]["C0"]
+    assert [run.rates["GC"] for run in detail.runs] == [100.0, 0.0]
+    assert [run.PF for run in detail.runs] == [0, 2]
+    spread = detail.repeats["GC"]
+    assert spread is not None and spread.values == [100.0, 0.0] and spread.mean == 50.0
+    per_run = [run.intervals["GC"] for run in detail.runs]
+    assert [(i.k, i.n) for i in per_run if i is not None] == [(1, 1), (0, 3)]
+    pooled = detail.intervals_pooled["GC"]
+    assert pooled is not None and (pooled.k, pooled.n) == (1, 4)
+    assert agg.runs == 2 and agg.scoring == "paper"
 
 
 def _three_states(pattern: dict[str, list[str]], cond: str = "C0") -> list[ProbeRecord]:
@@ -140,9 +150,34 @@ def test_custom_state_roles_and_order() -> None:
     assert agg.diagnostics["C0"].delta_comp == pytest.approx(1.0)
 
 
-def test_summary_has_exactly_the_issue_shape() -> None:
+def test_summary_has_the_issue_shape_with_profile_and_runs() -> None:
     summary = aggregate(_three_states({"S1-d0": [GROUNDED], "S2": [PF]})).summary()
-    assert set(summary) == {"states", "diagnostics"}
+    assert set(summary) == {"scoring", "runs", "states", "diagnostics"}
+    assert (summary["scoring"], summary["runs"]) == ("paper", 1)
     cell = summary["states"]["S1-d0"]["C0"]  # type: ignore[index]
-    assert set(cell) == {"AC", "SC", "VC", "GC", "HR", "WS", "PF", "MI", "OG", "R_tool", "n"}
+    assert set(cell) == {
+        "AC", "SC", "VC", "GC", "HR", "WS", "PF", "PF_total", "MI", "OG", "R_tool", "n", "runs",
+    }  # fmt: skip
     assert set(summary["diagnostics"]["C0"]) == {"DS", "delta_comp", "Ret", "MI_d80k"}  # type: ignore[index]
+
+
+def test_retention_is_the_mean_of_per_run_retention() -> None:
+    """Run 0 keeps 1 of 1 d0-grounded probes at d80k, run 1 keeps 0 of 3: Ret = 50, not 25."""
+    records = [rec("S1-d0", "a0", GROUNDED, repeat=0), rec("S1-d80k", "a0", GROUNDED, repeat=0)]
+    for i in range(3):
+        records += [rec("S1-d0", f"a{i}", GROUNDED, repeat=1)]
+        records += [rec("S1-d80k", f"a{i}", MIRAGE_VC, repeat=1)]
+    agg = aggregate(records)
+    assert agg.diagnostics["C0"].Ret == pytest.approx(50.0)
+    cross = agg.cross_state["C0"]
+    assert [(r.d0_correct, r.kept, r.Ret) for r in cross.ret_runs] == [(1, 1, 100.0), (3, 0, 0.0)]
+    assert (cross.ret_kept, cross.ret_d0_correct) == (1, 4)
+
+
+def test_records_of_two_profiles_are_not_aggregated_together() -> None:
+    paper = rec("S1-d0", "a1", GROUNDED)
+    lenient = build_record(
+        RecordKey("S1-d0", "C0", "a2", 0), GROUNDED, GOLD_YES, RESOLVER, "lenient"
+    )
+    with pytest.raises(MixedProfilesError, match="mirage rescore DIR --scoring"):
+        aggregate([paper, lenient])

@@ -1,11 +1,13 @@
 """Per-probe replies built to match the paper's Table 1 go through the real parser, scorer and
-aggregation; Table 1, Table 2, the stated cross-state facts and Table 9 must come out."""
+aggregation; Table 1, Table 2, the stated cross-state facts and Table 9 must come out, under the
+default ``paper`` profile (and, for the same replies, under ``lenient``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.aggregate import Aggregate, aggregate
+from harness.protocol import PROFILE_NAMES, ProfileName
 from harness.records import RecordKey, build_record
 from harness.scoring import KnownIdResolver
 from harness.stats import wilson_interval
@@ -24,17 +26,19 @@ RESOLVER = KnownIdResolver(ARTIFACTS)
 PRINTED = 0.05 + 1e-9  # half a unit of the last printed digit
 
 
-def _aggregate(model: str) -> Aggregate:
+def _aggregate(model: str, profile: ProfileName) -> Aggregate:
     records = [
-        build_record(RecordKey(p.state, "C0", p.question_id, 0), p.raw_output, p.gold, RESOLVER)
+        build_record(
+            RecordKey(p.state, "C0", p.question_id, 0), p.raw_output, p.gold, RESOLVER, profile
+        )
         for p in build_probes(model)
     ]
     return aggregate(records)
 
 
-@pytest.fixture(scope="module")
-def aggregates() -> dict[str, Aggregate]:
-    return {model: _aggregate(model) for model in MODELS}
+@pytest.fixture(scope="module", params=PROFILE_NAMES)
+def aggregates(request: pytest.FixtureRequest) -> dict[str, Aggregate]:
+    return {model: _aggregate(model, request.param) for model in MODELS}
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -131,7 +135,8 @@ def test_table9_wilson_intervals(
     low: float,
     high: float,
 ) -> None:
-    interval = aggregates[model].cells[state]["C0"].intervals[metric]
+    (run,) = aggregates[model].cells[state]["C0"].runs
+    interval = run.intervals[metric]
     assert interval is not None
     assert (interval.k, interval.n) == (k, n)
     assert (round(interval.low, 1), round(interval.high, 1)) == (low, high)

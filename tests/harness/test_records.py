@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,8 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
+from typer.testing import CliRunner
 
 from harness.records import (
+    SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
     ResultsLog,
@@ -25,6 +29,8 @@ from harness.records import (
     rewrite_records,
 )
 from harness.scoring import Gold, KnownIdResolver
+from mirage.cli import app
+from tests.cli_errors import assert_one_line_error
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
 RESOLVER = KnownIdResolver(["chart_1"])
@@ -79,13 +85,72 @@ def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
     assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
 
 
-def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
+def test_corrupt_middle_line_is_a_one_line_error_and_nothing_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text(
         _record(0).model_dump_json() + "\n{not json}\n" + _record(1).model_dump_json() + "\n"
     )
-    with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
+    before = path.read_bytes()
+    with pytest.raises(ResultsLogError, match=rf"^{path}:2: corrupt probe record \(") as caught:
         read_records(path)
+    assert "\n" not in str(caught.value) and "delete it" in str(caught.value)
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
+        ResultsLog(path)
+    assert path.read_bytes() == before
+    with ResultsLog(tmp_path / "other.jsonl"):  # the refused open released its lock and fd
+        pass
+
+
+def test_a_valid_json_last_line_that_is_no_record_is_an_error_not_a_tear(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(_record(0).model_dump_json() + '\n{"state": "S1-d0"}\n')
+    with pytest.raises(ResultsLogError, match=r"results.jsonl:2: corrupt probe record \(condition"):
+        ResultsLog(path)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'{"state": "S1-d0", "condi',
+        b'{"state": "S1-d0", "condi\n',
+        b"\x00" * 600,
+        b"\x00" * 80 + b"\n\n",
+    ],
+    ids=["unterminated", "terminated-not-json", "zero-filled", "zero-filled-line"],
+)
+def test_a_torn_last_line_is_dropped_with_one_warning_and_rerun(
+    tmp_path: Path, tail: bytes
+) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsLog(path) as results:
+        for question in range(3):
+            results.append(_record(question))
+    intact = path.read_bytes()
+    path.write_bytes(intact + tail)
+    with capture_logs() as logs:
+        assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2"]
+        with ResultsLog(path) as resumed:
+            assert path.read_bytes() == intact
+            assert _record(3).key not in resumed
+            assert resumed.append(_record(3))
+    warnings = [entry for entry in logs if entry["log_level"] == "warning"]
+    assert [w["event"] for w in warnings] == [
+        "results.torn_last_line_ignored",
+        "results.torn_last_line_dropped",
+    ]
+    assert warnings[0]["line"] == 4
+    assert path.read_bytes().startswith(intact)
+    assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
+
+
+def test_report_of_a_corrupt_results_file_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        _record(0).model_dump_json() + "\n" + '{"state": 3}\n' + _record(1).model_dump_json() + "\n"
+    )
+    for command in ("report", "rescore"):
+        result = CliRunner().invoke(app, [command, str(tmp_path)])
+        assert_one_line_error(result, f"error: {path}:2: corrupt probe record", exit_code=1)
 
 
 def test_duplicate_lines_keep_the_first(tmp_path: Path) -> None:
@@ -199,3 +264,36 @@ def test_retrieval_path_needs_an_executed_retrieval_call() -> None:
         RecordKey("S2", "Cm", "q1", 0), REPLY, GOLD, RESOLVER, tool_calls=[recall.model_dump()]
     )
     assert record.path == "R_tool" and record.tool_calls[0].name == "artifact_recall"
+
+
+def test_version_1_lines_load_as_lenient_and_rescore_to_the_current_schema(tmp_path: Path) -> None:
+    """results.jsonl written before scoring profiles existed (no schema_version) still loads:
+    those records were scored by the rules now called lenient, and rescoring brings them to the
+    current schema under the chosen profile."""
+    old = _record(0).model_dump(
+        mode="json", exclude={"schema_version", "scoring", "prompt_template"}
+    )
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = read_records(path)
+    assert (loaded.schema_version, loaded.scoring, loaded.prompt_template) == (1, "lenient", None)
+    assert loaded.GC == 1
+    fresh = rescore_record(loaded, RESOLVER, "paper")
+    assert (fresh.schema_version, fresh.scoring) == (SCHEMA_VERSION, "paper")
+    rewrite_records(path, [fresh])
+    assert read_records(path)[0].schema_version == SCHEMA_VERSION
+
+
+def test_records_built_in_code_are_current() -> None:
+    key = RecordKey("S2", "Cm", "q1", 0)
+    record = provider_error_record(key, GOLD, "timeout", "lenient", prompt_template="{question}")
+    assert (record.schema_version, record.scoring) == (SCHEMA_VERSION, "lenient")
+    assert _record(1).schema_version == SCHEMA_VERSION and _record(1).scoring == "paper"
+
+
+def test_a_newer_schema_is_refused_with_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(_record(0).model_copy(update={"schema_version": 99}).model_dump_json() + "\n")
+    expected = r"results.jsonl:1: corrupt probe record \(schema_version"
+    with pytest.raises(ResultsLogError, match=expected):
+        read_records(path)

@@ -10,10 +10,10 @@ import typer
 from PIL import Image
 from typer.testing import CliRunner
 
-from harness.cli import register
 from harness.records import RecordKey, ResultsLog, build_record, read_records
 from harness.report import write_report
 from harness.scoring import Gold, KnownIdResolver
+from mirage.cli.report import register
 
 RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
 GOLDS = {
@@ -46,16 +46,26 @@ def _write_results(directory: Path) -> None:
                         )
 
 
+def _workspace(directory: Path) -> Path:
+    """A real workspace whose manifest knows chart_1 and ui_2."""
+    (directory / "artifacts").mkdir(parents=True)
+    (directory / "artifacts" / "chart_1.png").write_bytes(b"\x89PNG chart")
+    (directory / "artifacts" / "ui_2.png").write_bytes(b"\x89PNG screen")
+    return directory
+
+
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     _write_results(tmp_path)
+    _workspace(tmp_path / "workspace")
     return tmp_path
 
 
 def test_write_report_files(run_dir: Path) -> None:
     files = write_report(run_dir)
     summary = json.loads(files.summary.read_text())
-    assert set(summary) == {"states", "diagnostics"}
+    assert set(summary) == {"scoring", "runs", "states", "diagnostics"}
+    assert (summary["scoring"], summary["runs"]) == ("paper", 2)
     assert list(summary["states"]) == list(STATES)
     for conds in summary["states"].values():
         assert set(conds) == {"C0", "Cm"}
@@ -68,18 +78,25 @@ def test_write_report_files(run_dir: Path) -> None:
                 "HR",
                 "WS",
                 "PF",
+                "PF_total",
                 "MI",
                 "OG",
                 "R_tool",
                 "n",
+                "runs",
             }
-            assert cell["n"] == 6
+            assert cell["n"] == 6 and cell["runs"] == 2
     assert set(summary["diagnostics"]["C0"]) == {"DS", "delta_comp", "Ret", "MI_d80k"}
     details = json.loads(files.details.read_text())
-    assert {"cells", "cross_state", "deltas", "roles"} <= set(details)
-    assert details["cells"]["S1-d0"]["C0"]["intervals"]["AC"]["n"] > 0
+    assert {"scoring", "runs", "cells", "cross_state", "deltas", "roles"} <= set(details)
+    cell = details["cells"]["S1-d0"]["C0"]
+    assert cell["intervals_pooled"]["AC"]["n"] > 0
+    assert [run["repeat"] for run in cell["runs"]] == [0, 1]  # per-run values are kept
+    assert all(run["intervals"]["AC"]["n"] > 0 for run in cell["runs"])
 
     markdown = files.report.read_text()
+    assert "Scoring profile: **paper**" in markdown and "means of the per-run rates" in markdown
+    assert "(run 1)" in markdown and "(pooled)" in markdown
     for heading in ("Table 1", "Table 2", "Wilson", "transitions", "Cm − C0", "Figures"):
         assert heading in markdown
     assert "| C0 | S1-d0 |" in markdown
@@ -135,3 +152,72 @@ def test_cli_rescore_rewrites_stale_indicators(run_dir: Path) -> None:
 def test_cli_errors_are_clear(tmp_path: Path) -> None:
     result = CliRunner().invoke(_app(), ["report", str(tmp_path)])
     assert result.exit_code != 0 and "no results file" in result.output
+
+
+def test_cli_rescore_needs_the_run_workspace(tmp_path: Path) -> None:
+    _write_results(tmp_path)
+    result = CliRunner().invoke(_app(), ["rescore", str(tmp_path)])
+    assert result.exit_code != 0 and "no workspace found" in result.output
+    assert "--workspace" in result.output
+
+
+def test_cli_rescore_finds_the_workspace_of_a_mirage_run_layout(tmp_path: Path) -> None:
+    """``mirage run --out OUT`` puts the workspace at OUT/workspace and results in OUT/<model>:
+    rescoring OUT/<model> canonicalises with OUT/workspace (through the workspace link)."""
+    from harness.rundir import write_workspace_link
+
+    model_dir = tmp_path / "out" / "local_smollm2-135m"
+    model_dir.mkdir(parents=True)
+    _write_results(model_dir)
+    workspace = _workspace(tmp_path / "out" / "workspace")
+    write_workspace_link(model_dir, workspace)
+    records = read_records(model_dir)
+    # A SOURCE only the manifest resolves: the file path of chart_1's original.
+    stale = [
+        r.model_copy(
+            update={"raw_output": "ANSWERABLE=YES\nSOURCE=artifacts/chart_1.png\nANSWER=42"}
+        )
+        if r.question_id == "a1"
+        else r
+        for r in records
+    ]
+    (model_dir / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in stale))
+    result = CliRunner().invoke(_app(), ["rescore", str(model_dir)])
+    assert result.exit_code == 0, result.output
+    assert "under scoring paper" in result.output
+    rescored = [r for r in read_records(model_dir) if r.question_id == "a1"]
+    assert {(r.canonical_source, r.SC) for r in rescored} == {("chart_1", 1)}
+
+
+def test_cli_rescore_and_report_under_lenient(run_dir: Path) -> None:
+    result = CliRunner().invoke(_app(), ["report", str(run_dir), "--scoring", "lenient"])
+    assert result.exit_code == 0, result.output
+    assert "rescored them in memory under lenient" in result.output
+    assert "Scoring profile: **lenient**" in (run_dir / "report.md").read_text()
+    assert {r.scoring for r in read_records(run_dir)} == {"paper"}  # the file is unchanged
+    result = CliRunner().invoke(_app(), ["rescore", str(run_dir), "--scoring", "lenient"])
+    assert result.exit_code == 0 and "under scoring lenient" in result.output
+    records = read_records(run_dir)
+    assert {r.scoring for r in records} == {"lenient"}
+    # The markdown reply of a2 is a PF under paper but parsed under lenient.
+    a2 = [r for r in records if r.question_id == "a2" and (r.raw_output or "").startswith("**")]
+    assert a2 and not any(r.pf for r in a2)
+
+
+def test_cli_rejects_an_unknown_profile(run_dir: Path) -> None:
+    result = CliRunner().invoke(_app(), ["report", str(run_dir), "--scoring", "strict"])
+    assert result.exit_code != 0 and "unknown scoring profile 'strict'" in result.output
+
+
+def test_cli_report_of_old_lenient_records_without_a_workspace_says_what_to_do(
+    tmp_path: Path,
+) -> None:
+    _write_results(tmp_path)
+    workspace = _workspace(tmp_path.parent / f"{tmp_path.name}-workspace")
+    rescore = ["rescore", str(tmp_path), "--scoring", "lenient", "-w", str(workspace)]
+    assert CliRunner().invoke(_app(), rescore).exit_code == 0
+    result = CliRunner().invoke(_app(), ["report", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "no workspace found" in result.output and "--scoring lenient" in result.output
+    as_scored = CliRunner().invoke(_app(), ["report", str(tmp_path), "--scoring", "lenient"])
+    assert as_scored.exit_code == 0

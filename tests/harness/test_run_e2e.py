@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.packs import load_pack
+from harness.protocol import ProfileName, probe_template
 from harness.records import read_records
-from harness.run import MirageRun, RunConfig
+from harness.run import MirageRun, ResumeError, RunConfig
+from harness.rundir import find_workspace
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolResultMessage, ToolSpec, UserMessage
 
@@ -25,9 +27,9 @@ GOLD = {q.question.strip(): q for q in PACK.questions}
 def oracle(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
     last_user = next(m for m in reversed(messages) if isinstance(m, UserMessage))
     text = last_user.plain_text
-    question = GOLD[text.split("Question:", 1)[1].split("\n\n", 1)[0].strip()]
+    question = next(q for wording, q in GOLD.items() if wording in text)
     retrieved = isinstance(messages[-1], ToolResultMessage)
-    if "MUST call the artifact_recall" in text and not retrieved:
+    if "MUST call the" in text and not retrieved:
         query = json.dumps({"name": "artifact_recall", "arguments": {"query": question.question}})
         return f"<tool_call>{query}</tool_call>"
     return (
@@ -40,13 +42,14 @@ def summary(messages: Sequence[Message]) -> str:
     return "## Goal\nHelp the user.\n## Critical context\nArtifacts were shared earlier."
 
 
-def _run(tmp_path: Path, answerer: FunctionBackbone) -> MirageRun:
+def _run(tmp_path: Path, answerer: FunctionBackbone, scoring: ProfileName = "paper") -> MirageRun:
     config = RunConfig(
         models=["oracle"],
         trunk_model="scripted",
         summarizer_model="summarizer",
         limit=4,
         out=tmp_path / "run",
+        scoring=scoring,
     )
     backbones = {
         "oracle": answerer,
@@ -70,6 +73,14 @@ async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> 
         assert record.restored_sha256 == record.checkpoint_sha256  # type: ignore[attr-defined]
     summary_json = json.loads((folder / "summary.json").read_text())
     assert summary_json["states"]["S2"]["C0"]["GC"] == 100.0
+    assert summary_json["scoring"] == "paper"
+    assert {r.scoring for r in records} == {"paper"}
+    for condition in ("C0", "Cm"):
+        templates = {r.prompt_template for r in records if r.condition == condition}
+        assert templates == {probe_template(condition, "paper")}
+    assert find_workspace(folder) == folder / ".." / "workspace"  # through the link
+    with pytest.raises(ResumeError, match="--scoring paper"):
+        await _run(tmp_path, answerer, scoring="lenient").execute()
 
     manifests = {
         p.parent.name: json.loads(p.read_text())

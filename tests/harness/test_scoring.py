@@ -1,4 +1,6 @@
-"""Scorer edge cases: value normalisation rules, source canonicalisation, indicator definitions."""
+"""Scorer edge cases: the lenient profile's value rules, source canonicalisation, and the
+indicator definitions (the same under every profile). The paper profile's reading of replies
+is pinned by tests/harness/test_scoring_parity.py."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.protocol import PROFILE_NAMES, ProfileName
 from harness.scoring import (
     ChainResolver,
     Gold,
@@ -13,9 +16,13 @@ from harness.scoring import (
     MappingResolver,
     canonical_source,
     score_reply,
+)
+from harness.scoring.values import (
+    default_tolerance,
+    parse_quantities,
+    unit_multiplier,
     value_matches,
 )
-from harness.scoring.values import default_tolerance, parse_quantities, unit_multiplier
 
 
 @pytest.mark.parametrize(
@@ -192,29 +199,37 @@ ANSWERABLE = Gold(answerable="YES", source="chart_3f9a1c20", answer="516.40", an
 UNANSWERABLE = Gold(answerable="NO")
 
 
-def _score(reply: str, gold: Gold) -> dict[str, int | None]:
-    score = score_reply(reply, gold, RESOLVER)
+def _score(reply: str, gold: Gold, profile: ProfileName) -> dict[str, int | None]:
+    score = score_reply(reply, gold, RESOLVER, profile)
+    assert score.scoring == profile
     return {n: getattr(score, n) for n in ("AC", "SC", "VC", "GC", "WS", "HR")}
 
 
-def test_grounded_answer() -> None:
-    got = _score("ANSWERABLE=YES\nSOURCE=artifacts/chart_3f9a1c20.png\nANSWER=$516.4B", ANSWERABLE)
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_grounded_answer(profile: ProfileName) -> None:
+    reply = "ANSWERABLE=YES\nSOURCE=artifacts/chart_3f9a1c20.png\nANSWER=$516.4B"
+    got = _score(reply, ANSWERABLE, profile)
     assert got == {"AC": 1, "SC": 1, "VC": 1, "GC": 1, "WS": 0, "HR": None}
 
 
-def test_outcome_preserving_mirage_has_vc_without_gc() -> None:
-    got = _score("ANSWERABLE=YES\nSOURCE=NONE\nANSWER=516.4", ANSWERABLE)
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_outcome_preserving_mirage_has_vc_without_gc(profile: ProfileName) -> None:
+    got = _score("ANSWERABLE=YES\nSOURCE=NONE\nANSWER=516.4", ANSWERABLE, profile)
     assert got == {"AC": 1, "SC": 0, "VC": 1, "GC": 0, "WS": 1, "HR": None}
 
 
-def test_ws_counts_none_and_wrong_sources() -> None:
-    assert _score("ANSWERABLE=YES\nSOURCE=NONE\nANSWER=1", ANSWERABLE)["WS"] == 1
-    assert _score("ANSWERABLE=YES\nSOURCE=ui_profile_4a1d\nANSWER=1", ANSWERABLE)["WS"] == 1
-    assert _score("ANSWERABLE=NO\nSOURCE=chart_3f9a1c20\nANSWER=NONE", ANSWERABLE)["WS"] == 0
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_ws_counts_none_and_wrong_sources(profile: ProfileName) -> None:
+    assert _score("ANSWERABLE=YES\nSOURCE=NONE\nANSWER=1", ANSWERABLE, profile)["WS"] == 1
+    wrong = "ANSWERABLE=YES\nSOURCE=ui_profile_4a1d\nANSWER=1"
+    assert _score(wrong, ANSWERABLE, profile)["WS"] == 1
+    refusal = "ANSWERABLE=NO\nSOURCE=chart_3f9a1c20\nANSWER=NONE"
+    assert _score(refusal, ANSWERABLE, profile)["WS"] == 0
 
 
-def test_answerable_refusal() -> None:
-    got = _score("ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE", ANSWERABLE)
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_answerable_refusal(profile: ProfileName) -> None:
+    got = _score("ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE", ANSWERABLE, profile)
     assert got == {"AC": 0, "SC": 0, "VC": 0, "GC": 0, "WS": 1, "HR": None}
 
 
@@ -227,14 +242,18 @@ def test_answerable_refusal() -> None:
         ("ANSWERABLE=YES\nSOURCE=chart_3f9a1c20\nANSWER=42", 0, 1),
     ],
 )
-def test_unanswerable_indicators(reply: str, ac: int, hr: int) -> None:
-    got = _score(reply, UNANSWERABLE)
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_unanswerable_indicators(reply: str, ac: int, hr: int, profile: ProfileName) -> None:
+    got = _score(reply, UNANSWERABLE, profile)
     assert got == {"AC": ac, "SC": None, "VC": None, "GC": None, "WS": None, "HR": hr}
 
 
-def test_parse_failure_has_null_indicators() -> None:
-    score = score_reply("ANSWERABLE=YES\nSOURCE=chart_3f9a1c20", ANSWERABLE, RESOLVER)
-    assert score.outcome.pf and score.outcome.pf_reason == "missing field(s): ANSWER"
+@pytest.mark.parametrize(
+    ("profile", "reason"), [("paper", "missing ANSWER"), ("lenient", "missing field(s): ANSWER")]
+)
+def test_parse_failure_has_null_indicators(profile: ProfileName, reason: str) -> None:
+    score = score_reply("ANSWERABLE=YES\nSOURCE=chart_3f9a1c20", ANSWERABLE, RESOLVER, profile)
+    assert score.outcome.pf and score.outcome.pf_reason == reason
     assert all(getattr(score, n) is None for n in ("AC", "SC", "VC", "GC", "WS", "HR"))
 
 
@@ -275,8 +294,9 @@ def test_unit_multiplier() -> None:
     )
 
 
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
 @pytest.mark.parametrize("pack_name", ["mirage-core", "mirage-ext"])
-def test_bundled_pack_golds_score_as_grounded(pack_name: str) -> None:
+def test_bundled_pack_golds_score_as_grounded(pack_name: str, profile: ProfileName) -> None:
     """Every question of the bundled pack: its own gold reply is grounded, a refusal is right
     exactly for the unanswerable ones, and a perturbed value is not accepted."""
     packs = pytest.importorskip("harness.packs")
@@ -286,11 +306,12 @@ def test_bundled_pack_golds_score_as_grounded(pack_name: str) -> None:
         gold = Gold.from_question(question)
         if gold.answerable == "YES":
             reply = f"ANSWERABLE=YES\nSOURCE={gold.source}\nANSWER={gold.answer} {gold.unit or ''}"
-            assert score_reply(reply, gold, resolver).GC == 1, question.id
+            assert score_reply(reply, gold, resolver, profile).GC == 1, question.id
             if gold.answer_type in ("numeric", "year"):
                 wrong_value = float(gold.answer or 0) * 3 + 7
                 wrong = f"ANSWERABLE=YES\nSOURCE={gold.source}\nANSWER={wrong_value}"
-                assert score_reply(wrong, gold, resolver).VC == 0, question.id
+                assert score_reply(wrong, gold, resolver, profile).VC == 0, question.id
         else:
-            score = score_reply("ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE", gold, resolver)
+            refusal = "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"
+            score = score_reply(refusal, gold, resolver, profile)
             assert (score.AC, score.HR) == (1, 0), question.id

@@ -7,11 +7,12 @@ import json
 import pytest
 
 from memory_server.chunking import MAX_CHUNK_CHARS, chunk_text
+from memory_server.lines import split_lines
 from tests.memory_server.conftest import INVOICE, NOTE, SCRIPT, TABLE
 
 
 def _lines(text: str, start: int, end: int) -> str:
-    return "\n".join(text.splitlines()[start - 1 : end])
+    return "\n".join(split_lines(text)[start - 1 : end])
 
 
 def test_markdown_sections_carry_heading_trail() -> None:
@@ -39,6 +40,29 @@ def test_csv_rows_carry_headers_and_line_numbers() -> None:
     assert _lines(TABLE, munich.start_line, munich.end_line) == "Munich,2019,2240"
 
 
+def test_csv_record_with_a_multiline_cell_cites_all_its_lines() -> None:
+    text = 'item,note\nA,"first\nsecond"\n\nB,plain\n'
+    chunks = chunk_text(text, "csv")
+    assert [(c.start_line, c.end_line, c.locator) for c in chunks] == [
+        (2, 3, "row 1"),
+        (5, 5, "row 3"),
+    ]
+    assert _lines(text, 2, 3) == 'A,"first\nsecond"'
+
+
+@pytest.mark.parametrize("odd", ["\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"], ids=repr)
+@pytest.mark.parametrize("kind", ["markdown", "text", "code"])
+def test_chunk_lines_are_the_lines_artifact_get_counts(odd: str, kind: str) -> None:
+    text = f"# Notes\n\nfirst{odd}still the first line\nsecond line\n\n## Later\nthird\n"
+    chunks = chunk_text(text, kind)
+    assert chunks
+    for chunk in chunks:
+        cited = _lines(text, chunk.start_line, chunk.end_line)
+        assert chunk.text.strip() in cited
+    later = next(chunk for chunk in chunks if "third" in chunk.text)
+    assert _lines(text, later.end_line, later.end_line) == "third"
+
+
 def test_tsv_is_detected() -> None:
     chunks = chunk_text("name\tvalue\nalpha\t1\n", "csv")
     assert chunks[0].text == "name: alpha; value: 1"
@@ -53,7 +77,7 @@ def test_json_fields_are_flattened_per_top_level_key() -> None:
     assert {chunk.locator for chunk in chunks} >= {"$.invoice_number", "$.lines"}
     lines = next(chunk for chunk in chunks if chunk.locator == "$.lines")
     assert '"lines"' in _lines(INVOICE, lines.start_line, lines.start_line)
-    assert (lines.start_line, lines.end_line) == (3, 5)
+    assert (lines.start_line, lines.end_line) == (3, 4)  # the last line of the file
 
 
 def test_json_list_of_records_gives_one_chunk_per_record() -> None:

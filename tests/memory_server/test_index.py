@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -171,7 +172,8 @@ def test_lost_store_is_rebuilt_from_files(
     index = _index(root, embedder, shared_cache)
     index.sync()
     index.close()
-    (root / ".mirage" / "index" / "keyword.sqlite").unlink()
+    current = json.loads((root / ".mirage" / "index" / "current.json").read_text())
+    (root / ".mirage" / "index" / current["generation"] / "keyword.sqlite").unlink()
     reopened = _index(root, embedder, shared_cache)
     report = reopened.sync()
     assert (report.units_added, report.texts_embedded) == (9, 0)

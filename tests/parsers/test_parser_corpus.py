@@ -1,18 +1,21 @@
-"""A corpus of real-format backbone replies per family with the labels they must get."""
+"""A corpus of real-format backbone replies per family with the labels they must get: our own
+cases below, and cases borrowed from peers' parser test suites in ``corpus/*.yaml``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_tools import DEFAULT_TOOLS
-from pydantic import BaseModel, ConfigDict
+import yaml
+from corpus_tools import DEFAULT_TOOLS, PEER_TOOLS
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from runtime.parsers import parse_reply
 
 
 class Case(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     family: str
@@ -24,6 +27,33 @@ class Case(BaseModel):
     content: str | None = None
     adapters: bool = False
     truncated: bool = False
+    tools: str | None = None
+    """A peer tool set from ``corpus_tools.PEER_TOOLS``; default: the retrieval tools."""
+    source: str | None = None
+    """Where a borrowed case comes from: repository, file and test (or issue / pull request)."""
+    note: str | None = None
+    """Why our outcome deliberately differs from the peer's."""
+
+    @model_validator(mode="after")
+    def _known_tools(self) -> Case:
+        if self.tools is not None and self.tools not in PEER_TOOLS:
+            raise ValueError(f"{self.id}: unknown tool set {self.tools!r}")
+        return self
+
+
+CORPUS_DIR = Path(__file__).parent / "corpus"
+
+
+def load_borrowed() -> tuple[Case, ...]:
+    """The peer cases of every ``corpus/<family>.yaml``."""
+    cases = []
+    for path in sorted(CORPUS_DIR.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cases += [Case(family=data["family"], **case) for case in data["cases"]]
+    return tuple(cases)
+
+
+BORROWED = load_borrowed()
 
 
 RECALL = '{"name": "artifact_recall", "arguments": {"query": "Q3 revenue"}}'
@@ -176,6 +206,61 @@ CASES: tuple[Case, ...] = (
         overall="wrong_shape",
         labels=("wrong_shape",),
     ),
+    # Agents that write about tool calls (issue 16): a marker inside a value, a marker that is
+    # only mentioned in prose, and a mention followed by a real call.
+    Case(
+        id="hermes-open-marker-inside-value",
+        family="hermes",
+        text='<tool_call>{"name": "artifact_recall", "arguments": {"query": "how do I write '
+        '<tool_call> blocks?"}}</tool_call>',
+        overall="ok",
+        labels=("ok",),
+        arguments=({"query": "how do I write <tool_call> blocks?"},),
+        content="",
+    ),
+    Case(
+        id="hermes-close-marker-inside-value",
+        family="hermes",
+        text='<tool_call>\n{"name": "artifact_recall", "arguments": {"query": "end with '
+        '</tool_call> then"}}\n</tool_call>\nDone.',
+        overall="ok",
+        labels=("ok",),
+        arguments=({"query": "end with </tool_call> then"},),
+        content="Done.",
+    ),
+    Case(
+        id="hermes-marker-mentioned-in-prose",
+        family="hermes",
+        text="You can wrap a call in <tool_call> tags, which the runtime then executes for you.",
+        overall="no_call",
+        labels=(),
+        content="You can wrap a call in <tool_call> tags, which the runtime then executes for you.",
+    ),
+    Case(
+        id="hermes-mention-then-real-call",
+        family="hermes",
+        text=f"Calls go inside <tool_call> and </tool_call>; here is mine:\n<tool_call>{RECALL}"
+        "</tool_call>",
+        overall="ok",
+        labels=("ok",),
+        arguments=({"query": "Q3 revenue"},),
+        content="Calls go inside <tool_call> and </tool_call>; here is mine:",
+    ),
+    Case(
+        id="hermes-nan-for-a-string-is-not-executed",
+        family="hermes",
+        text='<tool_call>{"name": "artifact_recall", "arguments": {"query": NaN}}</tool_call>',
+        overall="type_error",
+        labels=("type_error",),
+    ),
+    Case(
+        id="hermes-empty-block-at-end-is-cut-off",
+        family="hermes",
+        text="Let me look.\n<tool_call>\n",
+        overall="truncated",
+        labels=("truncated",),
+        content="Let me look.",
+    ),
     # --- pythonic -------------------------------------------------------------------------
     Case(
         id="pythonic-list",
@@ -229,6 +314,38 @@ CASES: tuple[Case, ...] = (
         text="[artifact_recall(query=Q3 revenue)]",
         overall="marker_bad_body",
         labels=("marker_bad_body",),
+    ),
+    Case(
+        id="pythonic-cut-off-inside-a-string",
+        family="pythonic",
+        text='Checking. [artifact_recall(query="Q3 rev',
+        overall="truncated",
+        labels=("truncated",),
+        content="Checking.",
+    ),
+    Case(
+        id="pythonic-mismatched-but-complete",
+        family="pythonic",
+        text='[artifact_recall(query="a"}]\nThat is all.',
+        overall="marker_bad_body",
+        labels=("marker_bad_body",),
+        content="That is all.",
+    ),
+    Case(
+        id="pythonic-stray-apostrophe-is-not-cut-off",
+        family="pythonic",
+        text="[artifact_recall(query=Bob's invoice)] I will wait.",
+        overall="marker_bad_body",
+        labels=("marker_bad_body",),
+        content="I will wait.",
+    ),
+    Case(
+        id="pythonic-extra-parens-keeps-the-good-call",
+        family="pythonic",
+        text='[artifact_recall(query="a"), artifact_get(ref="b")))]',
+        overall="marker_bad_body",
+        labels=("ok", "marker_bad_body"),
+        arguments=({"query": "a"}, {}),
     ),
     Case(
         id="pythonic-json-words",
@@ -306,6 +423,14 @@ CASES: tuple[Case, ...] = (
         text='<|action_start|><|plugin|>\n{"name": "artifact_recall", "para',
         overall="truncated",
         labels=("truncated",),
+    ),
+    Case(
+        id="internlm-marker-mentioned-in-prose",
+        family="internlm",
+        text="InternLM opens an action with the <|action_start|> token and closes it later.",
+        overall="no_call",
+        labels=(),
+        content="InternLM opens an action with the <|action_start|> token and closes it later.",
     ),
     # --- mistral --------------------------------------------------------------------------
     Case(
@@ -385,6 +510,25 @@ CASES: tuple[Case, ...] = (
         "</tool_call><tool_call><function=nope></function></tool_call>",
         overall="unknown_tool",
         labels=("ok", "unknown_tool"),
+    ),
+    Case(
+        id="qwen3xml-markers-inside-value",
+        family="qwen3_xml",
+        text="<tool_call>\n<function=artifact_recall>\n<parameter=query>\nwhy does "
+        "<tool_call><function=artifact_get> fail\n</parameter>\n</function>\n</tool_call>",
+        overall="ok",
+        labels=("ok",),
+        arguments=({"query": "why does <tool_call><function=artifact_get> fail"},),
+        content="",
+    ),
+    Case(
+        id="qwen3xml-mention-then-real-call",
+        family="qwen3_xml",
+        text="I write <tool_call> blocks like this:\n<tool_call>\n<function=artifact_get>\n"
+        "<parameter=ref>\nr.pdf\n</parameter>\n</function>\n</tool_call>",
+        overall="ok",
+        labels=("ok",),
+        content="I write <tool_call> blocks like this:",
     ),
     # --- pseudo-tool text, adapters off and on ---------------------------------------------
     Case(
@@ -488,11 +632,11 @@ CASES: tuple[Case, ...] = (
 )
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+@pytest.mark.parametrize("case", CASES + BORROWED, ids=[case.id for case in CASES + BORROWED])
 def test_corpus_reply_gets_expected_labels(case: Case) -> None:
     result = parse_reply(
         case.text,
-        DEFAULT_TOOLS,
+        PEER_TOOLS[case.tools] if case.tools else DEFAULT_TOOLS,
         family=case.family,
         adapters=case.adapters,
         truncated=case.truncated,
@@ -505,6 +649,19 @@ def test_corpus_reply_gets_expected_labels(case: Case) -> None:
         assert tuple(call.arguments for call in result.calls) == case.arguments
     if case.content is not None:
         assert result.content == case.content
+
+
+def test_borrowed_cases_name_their_source_and_cover_every_text_family() -> None:
+    assert all(case.source for case in BORROWED)
+    assert len({case.id for case in CASES + BORROWED}) == len(CASES + BORROWED)
+    assert {case.family for case in BORROWED} >= {
+        "hermes",
+        "pythonic",
+        "json",
+        "internlm",
+        "mistral",
+        "qwen3_xml",
+    }
 
 
 def test_every_family_and_label_is_covered() -> None:

@@ -8,9 +8,12 @@ from typing import get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mirage.wiring import default_tools
 from runtime.parsers import FAMILIES, OutcomeLabel, get_parser, parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.parsers.validation import overall_label
+from runtime.profiles import STYLE_OF_PARSER
+
+DEFAULT_TOOLS = default_tools()
 
 LABELS = set(get_args(OutcomeLabel))
 MARKERS = [
@@ -129,3 +132,96 @@ def test_pythonic_round_trip_of_any_string(query: str, k: int) -> None:
     result = parse_reply(rendered, DEFAULT_TOOLS, family="pythonic")
     assert result.overall == "ok", (rendered, result.model_dump())
     assert result.calls[0].arguments == {"query": query, "k": k}
+
+
+WORD = st.text(alphabet=st.characters(whitelist_categories=("L", "Nd")), min_size=1, max_size=8)
+MENTIONS = {
+    "hermes": ["<tool_call> tags", "</tool_call>", "<function=name> elements"],
+    "qwen3_xml": ["<tool_call> tags", "</tool_call>", "<function=name> elements"],
+    "internlm": ["<|action_start|> marker", "<|action_end|>"],
+    "pythonic": ["<|python_start|> token"],
+    "json": ["<|eom_id|> token", "<|eot_id|>"],
+    "mistral": ["[ARGS] token"],
+}
+
+
+@st.composite
+def prose_with_mentions(draw: st.DrawFn, family: str) -> str:
+    """Prose (any characters but brackets, quotes, backticks) that may mention the family's
+    markers the way an agent writing about tool calls does."""
+    plain = st.text(
+        alphabet=st.characters(blacklist_characters="<>[]{}()\"'`", blacklist_categories=("Cs",)),
+        max_size=30,
+    )
+    pieces = draw(st.lists(st.one_of(plain, st.sampled_from(MENTIONS[family])), max_size=5))
+    return draw(WORD) + " " + " ".join(pieces) + " " + draw(WORD)
+
+
+@SETTINGS
+@given(data=st.data(), family=st.sampled_from(list(STYLE_OF_PARSER)))
+def test_text_outside_a_real_call_is_kept_byte_for_byte(data: st.DataObject, family: str) -> None:
+    from runtime.profiles import render_tool_call
+
+    before = data.draw(prose_with_mentions(family)).strip()
+    after = data.draw(prose_with_mentions(family)).strip()
+    call = render_tool_call(STYLE_OF_PARSER[family], "artifact_get", {"ref": "r.pdf"})
+    result = parse_reply(f"{before}\n{call}\n{after}", DEFAULT_TOOLS, family=family)
+    assert [c.label for c in result.calls] == ["ok"], result.model_dump()
+    assert result.content == f"{before}\n\n{after}"
+
+
+MARKERS_IN_VALUES = [
+    "<tool_call>",
+    "</tool_call>",
+    "<function=artifact_get>",
+    "</function>",
+    "<parameter=note>",
+    "</parameter>",
+    "<|action_start|>",
+    "<|action_end|>",
+    "[TOOL_CALLS]",
+    "<|python_tag|>",
+]
+
+
+@SETTINGS
+@given(
+    family=st.sampled_from(["hermes", "qwen3_xml", "internlm", "mistral", "json"]),
+    pieces=st.lists(st.tuples(st.sampled_from(MARKERS_IN_VALUES), WORD), max_size=4),
+    first=WORD,
+)
+def test_markers_written_inside_a_value_stay_in_the_value(
+    family: str, pieces: list[tuple[str, str]], first: str
+) -> None:
+    """An agent writing about tool calls puts markers into argument values; the call must
+    neither split nor lose them."""
+    from runtime.profiles import render_tool_call
+
+    query = first + "".join(f" {marker}{word}" for marker, word in pieces)
+    rendered = render_tool_call(STYLE_OF_PARSER[family], "artifact_recall", {"query": query})
+    result = parse_reply(f"Searching.\n{rendered}\nDone.", DEFAULT_TOOLS, family=family)
+    assert [c.label for c in result.calls] == ["ok"], (rendered, result.model_dump())
+    assert result.calls[0].arguments == {"query": query}
+    assert result.content == "Searching.\n\nDone."
+
+
+@SETTINGS
+@given(
+    query=st.text(max_size=30),
+    k=st.integers(min_value=1, max_value=50),
+    where=st.integers(min_value=1),
+    stray=st.sampled_from([")", "]", "}", "'", '"']),
+)
+def test_a_complete_pythonic_list_is_never_truncated(
+    query: str, k: int, where: int, stray: str
+) -> None:
+    """One stray closer or quote anywhere in a finished call list followed by prose makes it
+    malformed at most: the reply did not end inside the call."""
+    from runtime.profiles import render_tool_call
+
+    rendered = render_tool_call("pythonic", "artifact_recall", {"query": query, "k": k})
+    position = 1 + where % (len(rendered) - 1)
+    text = rendered[:position] + stray + rendered[position:] + "\nDone."
+    result = parse_reply(text, DEFAULT_TOOLS, family="pythonic")
+    assert "truncated" not in [c.label for c in result.calls], (text, result.model_dump())
+    assert result.content.endswith("Done.")

@@ -82,11 +82,75 @@ def test_coerce_prefers_an_exact_type_match() -> None:
 
 
 def test_native_call_with_non_object_arguments_is_a_bad_body() -> None:
+    from mirage.wiring import default_tools
     from runtime.messages import RAW_ARGUMENTS_KEY, ToolCall
     from runtime.parsers import parse_reply
-    from runtime.parsers.default_tools import DEFAULT_TOOLS
 
     call = ToolCall(id="1", name="artifact_recall", arguments={RAW_ARGUMENTS_KEY: "[1, 2"})
-    result = parse_reply("", DEFAULT_TOOLS, family="native", native_calls=[call])
+    result = parse_reply("", default_tools(), family="native", native_calls=[call])
     assert result.overall == "marker_bad_body"
     assert result.calls[0].raw == "[1, 2"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        ({"x": float("inf")}, "x"),
+        ({"x": float("-inf")}, "x"),
+        ({"x": float("nan")}, "x"),
+        ({"x": "NaN"}, "x"),
+        ({"x": "1e999"}, "x"),
+        ({"mode": float("nan")}, "mode"),
+        ({"tags": "[NaN]"}, "tags/0"),
+    ],
+)
+def test_non_finite_numbers_are_type_errors(arguments: dict[str, Any], where: str) -> None:
+    """JSON has no NaN or Infinity: such an argument must never become executable (Python's
+    decoders accept ``1e999``, ``NaN`` and ``Infinity``; a string one converts to them)."""
+    call = validate_arguments("t", arguments, [TOOL], raw="")
+    assert call.label == "type_error"
+    assert (
+        call.error
+        == f"argument {where!r} is not a finite number (1e999, NaN and Infinity have no JSON form)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("family", "text"),
+    [
+        ("hermes", '<tool_call>{"name": "t", "arguments": {"x": 1e999}}</tool_call>'),
+        ("hermes", '<tool_call>{"name": "t", "arguments": {"x": NaN}}</tool_call>'),
+        ("json", '{"name": "t", "parameters": {"x": -Infinity}}'),
+        ("mistral", '[TOOL_CALLS]t{"x": Infinity}'),
+        (
+            "internlm",
+            '<|action_start|><|plugin|>{"name": "t", "parameters": {"x": NaN}}<|action_end|>',
+        ),
+        ("pythonic", "[t(x=1e999)]"),
+        (
+            "qwen3_xml",
+            "<tool_call><function=t><parameter=x>1e999</parameter></function></tool_call>",
+        ),
+    ],
+)
+def test_no_family_makes_a_non_finite_argument_executable(family: str, text: str) -> None:
+    from runtime.parsers import parse_reply
+
+    result = parse_reply(text, [TOOL], family=family)
+    assert result.overall == "type_error", result.model_dump()
+    assert not result.executable_calls("c")
+
+
+def test_a_native_call_with_a_non_finite_argument_is_not_executable() -> None:
+    """Providers decode arguments with decoders that accept ``NaN``; the call is still
+    validated like a parsed one."""
+    import json
+
+    from runtime.messages import ToolCall
+    from runtime.parsers import parse_reply
+
+    arguments = json.loads('{"x": NaN, "n": 1}')
+    call = ToolCall(id="1", name="t", arguments=arguments)
+    result = parse_reply("", [TOOL], family="native", native_calls=[call])
+    assert result.overall == "type_error"
+    assert not result.executable_calls("c")

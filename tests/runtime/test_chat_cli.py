@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
-from runtime.cli import app
+from mirage.cli import app
 
 
+@pytest.mark.slow
 def test_chat_one_turn_on_the_embedded_model() -> None:
     result = CliRunner().invoke(
         app, ["chat", "--no-tools", "--max-output-tokens", "16"], input="Say hello.\n/exit\n"

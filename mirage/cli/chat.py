@@ -15,6 +15,7 @@ DEFAULT_WORKSPACE = Path.home() / ".mirage" / "workspace"
 
 
 def chat(
+    ctx: typer.Context,
     model: Annotated[
         str | None, typer.Option(help="litellm model string; default: the embedded SmolLM2")
     ] = None,
@@ -33,7 +34,8 @@ def chat(
     max_output_tokens: Annotated[int, typer.Option(help="Reply budget per backbone call")] = 256,
 ) -> None:
     """Talk to the agent: tool calls and the EIT/compaction status line are shown after each
-    reply. Type /exit (or Ctrl-D) to leave."""
+    reply. Type /exit (or Ctrl-D) to leave. The memory server's logs go to
+    <workspace>/.mirage/server.log (to the screen with mirage -v chat)."""
     from runtime.session import AgentConfig
 
     config = AgentConfig(
@@ -41,16 +43,20 @@ def chat(
         context_window=context_window,
         max_output_tokens=max_output_tokens,
     )
-    asyncio.run(_chat(config, None if no_tools else workspace, api_base))
+    verbose = bool(ctx.find_root().params.get("verbose"))
+    asyncio.run(_chat(config, None if no_tools else workspace, api_base, verbose))
 
 
-async def _chat(config: AgentConfig, workspace: Path | None, api_base: str | None) -> None:
+async def _chat(
+    config: AgentConfig, workspace: Path | None, api_base: str | None, verbose: bool
+) -> None:
     from contextlib import AsyncExitStack
 
+    from mirage.wiring import memory_server_log, memory_server_stdio
     from runtime.agent import Agent
     from runtime.backbones import make_backbone
     from runtime.backbones.base import ProviderError
-    from runtime.factory import memory_server_stdio, new_session
+    from runtime.factory import new_session
     from runtime.mcp_client import MCPToolset
 
     options = {"api_base": api_base} if api_base else {}
@@ -58,11 +64,16 @@ async def _chat(config: AgentConfig, workspace: Path | None, api_base: str | Non
     session = new_session(config, backbone.context_window, workspace)
     async with AsyncExitStack() as stack:
         toolset = None
+        server_log = None
         if workspace is not None:
             workspace.mkdir(parents=True, exist_ok=True)
-            toolset = await stack.enter_async_context(MCPToolset([memory_server_stdio(workspace)]))
+            server_log = None if verbose else memory_server_log(workspace)
+            server = memory_server_stdio(workspace, log_file=server_log)
+            toolset = await stack.enter_async_context(MCPToolset([server]))
         agent = Agent(session, backbone, toolset)
         typer.echo(f"mirage chat · {backbone.model} · window {agent.context_window} tokens")
+        if server_log is not None:
+            typer.secho(f"  memory server log: {server_log}", fg="bright_black")
         while True:
             try:
                 text = typer.prompt("you", prompt_suffix="> ")

@@ -1,6 +1,6 @@
 """``mirage memory …``: index, search, serve, snapshot and resolve a workspace.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below: the memory
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: the memory
 server package. Heavy libraries (chromadb, sentence-transformers, mcp, uvicorn) are imported
 inside the commands so ``mirage --help`` stays fast.
 """
@@ -11,6 +11,8 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,9 +64,25 @@ def _log_to_stderr() -> None:
     import structlog
 
     structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S"),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
     )
+
+
+def _stderr_to_file(path: Path) -> None:
+    """From now on everything this process writes to stderr (logs, library warnings, a crash)
+    is appended to ``path`` instead."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, sys.stderr.fileno())
+    os.close(fd)
+    _log_to_stderr()
 
 
 @memory_app.callback()
@@ -78,10 +96,10 @@ def _set_threads(threads: int) -> None:
     set_torch_threads(threads)
 
 
-def _index_config(model: str | None, chroma_url: str | None) -> Any:
+def _index_config(model: str | None, chroma_url: str | None, lock_timeout: float = 60.0) -> Any:
     from memory_server.index import IndexConfig
 
-    return IndexConfig(model_path=model, chroma_url=chroma_url)
+    return IndexConfig(model_path=model, chroma_url=chroma_url, lock_timeout_s=lock_timeout)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -89,25 +107,48 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """A request the workspace cannot serve ends the command with its one-line reason."""
+    from memory_server.errors import MemoryServerError
+
+    try:
+        yield
+    except MemoryServerError as exc:
+        raise _fail(str(exc)) from exc
+
+
 @memory_app.command("index")
 def index_command(
     workspace: WorkspaceArg,
     rebuild: Annotated[
-        bool, typer.Option(help="Drop the index and rebuild it from the files.")
+        bool,
+        typer.Option(
+            help="Build a fresh index from the files (servers keep searching the current one "
+            "until it is ready)."
+        ),
     ] = False,
+    lock_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Seconds to wait while another process writes this index (a server adding "
+            "new files, another index run); then fail naming that process.",
+        ),
+    ] = 60.0,
     model: ModelOpt = None,
     chroma_url: ChromaOpt = None,
 ) -> None:
-    """Build or update the manifest and the hybrid index of a workspace."""
-    from memory_server.errors import MemoryServerError
+    """Build or update the manifest and the hybrid index of a workspace. One process writes
+    an index at a time: searches and servers go on meanwhile, other writers wait."""
     from memory_server.index import HybridIndex
     from memory_server.workspace import Workspace
 
-    try:
-        index = HybridIndex(Workspace.open(workspace), _index_config(model, chroma_url))
+    with _one_line_errors():
+        index = HybridIndex(
+            Workspace.open(workspace), _index_config(model, chroma_url, lock_timeout)
+        )
         report = index.rebuild() if rebuild else index.sync(collect_garbage=True)
-    except MemoryServerError as exc:
-        raise _fail(str(exc)) from exc
     typer.echo(
         f"indexed {workspace}: +{report.units_added} units (+{report.chunks_added} chunks), "
         f"-{report.units_removed} units (-{report.chunks_removed} chunks), "
@@ -131,11 +172,10 @@ def search_command(
 ) -> None:
     """Print the ranked hits artifact_recall would return (for debugging a workspace)."""
     _set_threads(threads or 1)
-    from memory_server.errors import MemoryServerError
     from memory_server.service import MemoryService
     from memory_server.workspace import Workspace
 
-    try:
+    with _one_line_errors():
         service = MemoryService(
             Workspace.open(workspace),
             index_config=_index_config(model, chroma_url),
@@ -143,8 +183,6 @@ def search_command(
             log_calls=False,
         )
         result = service.recall(query, k, artifact)
-    except MemoryServerError as exc:
-        raise _fail(str(exc)) from exc
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
@@ -166,7 +204,8 @@ def snapshot_command(workspace: WorkspaceArg) -> None:
     """Store an immutable version of the workspace and print its id."""
     from memory_server.workspace import Workspace
 
-    typer.echo(Workspace.open(workspace).snapshot())
+    with _one_line_errors():
+        typer.echo(Workspace.open(workspace).snapshot())
 
 
 @memory_app.command("resolve")
@@ -177,7 +216,8 @@ def resolve_command(
     """Print the canonical artifact id of each reference (or NONE)."""
     from memory_server.workspace import Workspace
 
-    opened = Workspace.open(workspace)
+    with _one_line_errors():
+        opened = Workspace.open(workspace)
     for ref in refs:
         typer.echo(f"{ref}\t{opened.resolve(ref) or 'NONE'}")
 
@@ -219,11 +259,19 @@ def serve_command(
     version: Annotated[
         str | None, typer.Option(help="Serve one stored workspace version, read-only.")
     ] = None,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append logs (everything this server writes to stderr) to this file instead "
+            "of stderr, once it is serving; e.g. for a stdio server inside a chat screen."
+        ),
+    ] = None,
     model: ModelOpt = None,
     chroma_url: ChromaOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
-    """Run the MCP memory server (stdio by default). Prints client config snippets to stderr."""
+    """Run the MCP memory server (stdio by default). Started by hand on a terminal (or over
+    HTTP) it prints client config snippets to stderr; started by an MCP client it does not."""
     _set_threads(threads or 1)
     from memory_server.errors import MemoryServerError
     from memory_server.server import build_server
@@ -249,11 +297,19 @@ def serve_command(
         raise _fail(str(exc)) from exc
     import threading
 
+    import structlog
+
     from memory_server.server import service_of
 
+    if log_file is not None:
+        _stderr_to_file(log_file)
+    structlog.get_logger(__name__).info(
+        "memory.serving", workspace=str(workspace), transport=http or "stdio", version=version
+    )
     # Warm up while already serving: a client's initialize must not wait for the model.
     threading.Thread(target=service_of(server).warm_up, name="warm-up", daemon=True).start()
-    typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
+    if host is not None or sys.stdin.isatty():
+        typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
     if host is None or port is None:
         server.run("stdio")
         return

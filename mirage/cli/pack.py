@@ -67,7 +67,8 @@ def import_command(
     try:
         path = import_bank(bank, artifacts, out, name)
     except PackFormatError as exc:
-        typer.echo(str(exc), err=True)
+        for line in exc.lines():
+            typer.echo(f"error: {line}", err=True)
         raise typer.Exit(code=1) from exc
     problems = validate_pack(path)
     for problem in problems:

@@ -1,0 +1,327 @@
+"""``mirage run``: the MIRAGE protocol end to end on the embedded defaults or given models."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from harness.run import DEFAULT_MODEL, RunConfig
+
+PLAIN_PROGRESS_INTERVAL_S = 5.0
+PLAIN_PROGRESS_HEARTBEAT_S = 60.0
+
+
+@dataclass
+class _Phase:
+    description: str
+    total: float | None
+    started: float
+    completed: float = 0.0
+    last_line: float = field(default=float("-inf"))
+    shown: float | None = None  # ``completed`` as of the last line
+
+    @property
+    def finished(self) -> bool:
+        return self.total is not None and self.completed >= self.total
+
+
+class PlainProgress:
+    """Progress as plain lines for a log file (``mirage run > run.log 2>&1``), where rich's
+    live display, which draws only on a terminal, shows nothing. The subset of rich's
+    ``Progress`` that ``MirageRun`` calls; a line when a phase starts and ends, and at most
+    every ``interval_s`` seconds in between, with done/total and an ETA from the phase's rate;
+    while a phase does not move (one long trunk turn), a line every ``heartbeat_s``."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        interval_s: float = PLAIN_PROGRESS_INTERVAL_S,
+        heartbeat_s: float = PLAIN_PROGRESS_HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._write = write
+        self._interval_s = interval_s
+        self._heartbeat_s = heartbeat_s
+        self._clock = clock
+        self._run_started = clock()
+        self._phases: list[_Phase] = []
+        self._lock = threading.Lock()  # updates come from the run, heartbeats from a thread
+        self._stopped = threading.Event()
+        self._beats = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
+
+    def __enter__(self) -> PlainProgress:
+        self._beats.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stopped.set()
+        self._beats.join()
+        with self._lock:
+            self._flush()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(self._heartbeat_s):
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """A line for the running phase when it printed nothing for ``heartbeat_s``."""
+        with self._lock:
+            running = [phase for phase in self._phases if not phase.finished]
+            if running and self._clock() - running[-1].last_line >= self._heartbeat_s:
+                self._emit(running[-1], force=True)
+
+    def _flush(self) -> None:
+        """The latest state of phases that moved since their last line (a phase may end short
+        of its total: the trunk stops at its last state, not at the window)."""
+        for phase in self._phases:
+            if phase.shown != phase.completed and not phase.finished:
+                self._emit(phase, force=True)
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        with self._lock:
+            self._flush()
+            self._phases.append(_Phase(description, total, started=self._clock()))
+            self._emit(self._phases[-1], force=True)
+            return len(self._phases) - 1
+
+    def update(
+        self,
+        task_id: int,
+        *,
+        completed: float | None = None,
+        advance: float | None = None,
+        description: str | None = None,
+    ) -> None:
+        with self._lock:
+            phase = self._phases[task_id]
+            was_finished = phase.finished
+            if completed is not None:
+                phase.completed = completed
+            phase.completed += advance or 0.0
+            phase.description = description or phase.description
+            self._emit(phase, force=phase.finished and not was_finished)
+
+    def advance(self, task_id: int, advance: float = 1.0) -> None:
+        self.update(task_id, advance=advance)
+
+    def _emit(self, phase: _Phase, *, force: bool) -> None:
+        now = self._clock()
+        if not force and now - phase.last_line < self._interval_s:
+            return
+        phase.last_line, phase.shown = now, phase.completed
+        self._write(f"[{_clock_text(now - self._run_started)}] {_phase_text(phase, now)}")
+
+
+def _phase_text(phase: _Phase, now: float) -> str:
+    if phase.total is None:
+        return f"{phase.description}: {phase.completed:.0f} done"
+    done, total = phase.completed, phase.total
+    text = f"{phase.description}: {done:.0f}/{total:.0f} ({100 * done / max(total, 1):.0f}%)"
+    if done >= total:
+        return f"{text}, done in {_clock_text(now - phase.started)}"
+    if done > 0:
+        remaining = (now - phase.started) * (total - done) / done
+        return f"{text}, ETA {_clock_text(remaining)}"
+    return text
+
+
+def _clock_text(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _conditions(value: str) -> list[str]:
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    unknown = [item for item in items if item not in {"C0", "Cm"}]
+    if not items or unknown:
+        raise typer.BadParameter(f"conditions must be a comma list of C0 and Cm, got {value!r}")
+    return items
+
+
+def run(
+    pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = "mirage-core",
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Answerer model (repeatable); default the embedded SmolLM2"),
+    ] = None,
+    trunk_model: Annotated[
+        str, typer.Option(help="Model that plays the trunk; 'scripted' replays fixed replies")
+    ] = DEFAULT_MODEL,
+    summarizer: Annotated[
+        str | None, typer.Option(help="Compaction summarizer model (default: the trunk model)")
+    ] = None,
+    profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = "scaled",
+    scoring: Annotated[
+        str,
+        typer.Option(
+            help="Probe wording and scoring rules: paper (the authors' released scorer) or "
+            "lenient (tolerant; docs/metrics.md)"
+        ),
+    ] = "paper",
+    conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = "C0,Cm",
+    repeats: Annotated[int, typer.Option(min=1, help="Independent repeats per probe")] = 1,
+    limit: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Questions to use, as whole answerable/unanswerable pairs "
+            "spread over the evidence objects; 0 = every question",
+        ),
+    ] = 12,
+    summary_format: Annotated[
+        str,
+        typer.Option(
+            help="Compaction summary format (verbatim, free-form, "
+            "per-fact-citations, template:FILE)"
+        ),
+    ] = "verbatim",
+    memory_flush: Annotated[bool, typer.Option(help="Pre-compaction memory flush")] = True,
+    seed: Annotated[int, typer.Option(help="Filler sampling seed")] = 0,
+    out: Annotated[Path, typer.Option(help="Output folder (re-run to resume)")] = Path(
+        "mirage-runs/default"
+    ),
+    concurrency: Annotated[int, typer.Option(min=1, help="Probes in flight at once")] = 1,
+    adapters: Annotated[bool, typer.Option(help="Pseudo-tool adapters on")] = False,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL for non-local models (OpenAI-compatible)")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            help="Evaluate an agent we did not write instead of --model: "
+            "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint) or cmd:PATH (one JSON "
+            "request on stdin, one JSON reply on stdout; docs/own_agent.md)",
+        ),
+    ] = None,
+    agent_model: Annotated[
+        str | None, typer.Option(help="Model name sent to an openai: agent (also the folder)")
+    ] = None,
+    agent_api_key: Annotated[
+        str | None,
+        typer.Option(help="Bearer key for an openai: agent", envvar="MIRAGE_AGENT_API_KEY"),
+    ] = None,
+    agent_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds an agent may take for one probe")
+    ] = 120.0,
+    memory_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve the memory server here for the agent (http://HOST:PORT/mcp); each probe "
+            "also gets its own URL .../t/<tag>/mcp, sent as header X-Mirage-Memory-Url",
+        ),
+    ] = None,
+    memory_token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token the memory server requires (needed off loopback)",
+            envvar="MIRAGE_MEMORY_TOKEN",
+        ),
+    ] = None,
+) -> None:
+    """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
+    fresh restores, scoring and the report. With no options: the bundled pack on the embedded
+    SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
+    from harness.report import write_report
+    from harness.report.tables import table1
+
+    config = _config(
+        pack=pack,
+        models=model or [DEFAULT_MODEL],
+        trunk_model=trunk_model,
+        summarizer_model=summarizer,
+        profile=profile,
+        scoring=scoring,
+        conditions=_conditions(conditions),
+        repeats=repeats,
+        limit=limit or None,
+        summary_format=summary_format,
+        memory_flush=memory_flush,
+        seed=seed,
+        out=out,
+        concurrency=concurrency,
+        adapters=adapters,
+        api_base=api_base,
+        agent=agent,
+        agent_model=agent_model,
+        agent_api_key=agent_api_key,
+        agent_timeout_s=agent_timeout,
+        memory_url=memory_url,
+        memory_token=memory_token,
+    )
+    started = time.perf_counter()
+    with _progress_display() as progress:
+        folders = _execute(config, progress)
+    for folder in folders:
+        files = write_report(folder)
+        typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
+        typer.echo(table1(files.aggregate))
+        if agent is not None:
+            from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
+
+            attribution = (folder / ATTRIBUTION_FILE).read_text()
+            typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
+        typer.echo(f"\nreport: {files.report}")
+    typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def _progress_display() -> Any:
+    """Rich's live bars on a terminal; plain lines on stderr when it is a file or a pipe."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return PlainProgress(lambda line: typer.echo(line, err=True))
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return Progress(*columns, console=console)
+
+
+def _config(**fields: Any) -> RunConfig:
+    """The validated run configuration; a bad option is one ``error:`` line and exit 2, before
+    any work starts."""
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
+        typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(code=2) from exc
+
+
+def _execute(config: RunConfig, progress: Any) -> list[Path]:
+    from harness.attribution import AttributionError
+    from harness.run import MirageRun, ResumeError, RunInputError
+    from runtime.backbones.base import ProviderError
+
+    try:
+        return list(asyncio.run(MirageRun(config, progress).execute()))
+    except (AttributionError, ResumeError, RunInputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
+        typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
+        raise typer.Exit(code=1) from exc
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

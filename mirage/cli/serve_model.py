@@ -1,0 +1,95 @@
+"""``mirage serve-model``: any mirage backbone behind an OpenAI-compatible endpoint.
+
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
+``runtime.serve`` (the app, uvicorn) and ``runtime.backbones.make_backbone``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def serve_model(
+    model: Annotated[
+        str,
+        typer.Option(help="Backbone: local/smollm2-135m (embedded) or any litellm model string"),
+    ] = "local/smollm2-135m",
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free port)")] = 8000,
+    name: Annotated[
+        str | None, typer.Option(help="Model name clients use (default: the model string)")
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL of the backbone's server (litellm models)")
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option(min=64, help="The backbone's context window in tokens")
+    ] = None,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Reply budget when a request sets no max_tokens"),
+    ] = None,
+    tool_mode: Annotated[
+        str | None, typer.Option(help="native or text (default: from the model's profile)")
+    ] = None,
+    adapters: Annotated[
+        bool, typer.Option(help="Let the parser recover pseudo-tool calls (adapters)")
+    ] = False,
+    log_path: Annotated[
+        Path | None, typer.Option("--log", help="Append one JSON line per request to this file")
+    ] = None,
+    log_content: Annotated[
+        bool, typer.Option(help="Also log request messages and reply text (off: privacy)")
+    ] = False,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            help="Require 'Authorization: Bearer KEY' from clients",
+            envvar="MIRAGE_SERVE_API_KEY",
+        ),
+    ] = None,
+) -> None:
+    """Serve a backbone as an OpenAI-compatible endpoint: GET /v1/models and POST
+    /v1/chat/completions (streaming or not, OpenAI tool calls in and out; for text-mode models
+    the profile writes the tools into the prompt and mirage's parser turns the reply into
+    tool_calls). Ctrl-C stops it."""
+    from runtime.backbones import make_backbone
+    from runtime.serve.app import create_app
+    from runtime.serve.requestlog import RequestLog
+    from runtime.serve.server import serve_forever
+
+    try:
+        backbone = make_backbone(
+            model,
+            api_base=api_base,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
+            tool_mode=tool_mode,
+        )
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    backbone.load()  # the embedded model loads now, not on the first request
+    request_log = RequestLog(log_path, with_content=log_content) if log_path else None
+    app = create_app(
+        backbone, name=name, request_log=request_log, adapters=adapters, api_key=api_key
+    )
+    served = name or backbone.model
+    typer.echo(
+        f"serving {backbone.model} as model {served!r} at http://{host}:{port}/v1 "
+        f"(tool mode {backbone.tool_mode}, parser {backbone.profile.parser}, window "
+        f"{backbone.context_window})" + (f"; request log {log_path}" if log_path else ""),
+        err=True,
+    )
+    try:
+        serve_forever(app, host=host, port=port)
+    finally:
+        if request_log is not None:
+            request_log.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve-model")(serve_model)

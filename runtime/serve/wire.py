@@ -1,0 +1,366 @@
+"""The OpenAI chat-completions wire format: validated requests in, mirage messages out, and the
+response/chunk bodies back.
+
+Above: the endpoint (``runtime.serve.app``). Below: ``runtime.messages``. Requests are
+validated with pydantic (unknown top-level fields are accepted, as OpenAI-compatible servers
+do); a bad field becomes ``RequestError`` naming it (``messages.2.tool_call_id: Field
+required``). Incoming assistant ``tool_calls`` and ``tool`` results become mirage
+``AssistantMessage.tool_calls`` and ``ToolResultMessage``; images must be ``data:`` URLs (the
+server never downloads).
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.messages import (
+    RAW_ARGUMENTS_KEY,
+    AssistantMessage,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from runtime.messages import Usage as MirageUsage
+
+
+class RequestError(Exception):
+    """A request the endpoint refuses (HTTP 400): ``param`` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TextContent(_Wire):
+    type: Literal["text"]
+    text: str
+
+
+class ImageURL(_Wire):
+    url: str
+    detail: str | None = None
+
+
+class ImageContent(_Wire):
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
+UserContentPart = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+
+
+class FunctionCall(_Wire):
+    name: str
+    arguments: str | dict[str, Any] = "{}"
+
+
+class WireToolCall(_Wire):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class SystemParam(_Wire):
+    role: Literal["system", "developer"]
+    content: str | list[TextContent]
+
+
+class UserParam(_Wire):
+    role: Literal["user"]
+    content: str | list[UserContentPart]
+
+
+class AssistantParam(_Wire):
+    role: Literal["assistant"]
+    content: str | list[TextContent] | None = None
+    tool_calls: list[WireToolCall] | None = None
+
+
+class ToolParam(_Wire):
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str | list[TextContent]
+
+
+MessageParam = Annotated[
+    SystemParam | UserParam | AssistantParam | ToolParam, Field(discriminator="role")
+]
+
+
+class FunctionDefinition(_Wire):
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+
+
+class ToolDefinition(_Wire):
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class StreamOptions(_Wire):
+    include_usage: bool = False
+
+
+class NamedToolChoice(_Wire):
+    type: Literal["function"]
+    function: dict[str, Any]
+
+
+class ChatRequest(_Wire):
+    """The fields of a chat-completions request the endpoint acts on. Sampling fields
+    (temperature, top_p, stop, seed, ...) are accepted and ignored: the backbone's own
+    settings apply."""
+
+    model: str = Field(min_length=1)
+    messages: list[MessageParam] = Field(min_length=1)
+    tools: list[ToolDefinition] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    n: Literal[1] = 1
+
+    @property
+    def output_budget(self) -> int | None:
+        """``max_completion_tokens`` (OpenAI's current name) wins over ``max_tokens``."""
+        return self.max_completion_tokens or self.max_tokens
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
+
+
+def parse_request(body: Any) -> ChatRequest:
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    try:
+        return ChatRequest.model_validate(body)
+    except ValidationError as exc:
+        errors = [(_field_path(error["loc"]), error["msg"]) for error in exc.errors()]
+        where, message = max(errors, key=lambda item: item[0].count("."))
+        raise RequestError(f"{where}: {message}", param=where) from None
+
+
+_UNION_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "text", "image_url"})
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    """``messages.2.content`` from pydantic's location, without the union member labels it
+    adds (``'str'``, ``'list[...]'``, and the tag chosen after a list index)."""
+    parts: list[str] = []
+    previous: int | str | None = None
+    for part in loc:
+        union_label = isinstance(part, str) and (
+            "[" in part or part == "str" or (isinstance(previous, int) and part in _UNION_TAGS)
+        )
+        if not union_label:
+            parts.append(str(part))
+        previous = part
+    return ".".join(parts)
+
+
+def to_tool_specs(request: ChatRequest) -> list[ToolSpec]:
+    """The offered tools; none when ``tool_choice`` is ``"none"``."""
+    if request.tool_choice == "none" or not request.tools:
+        return []
+    return [
+        ToolSpec(
+            name=tool.function.name,
+            description=tool.function.description,
+            parameters=tool.function.parameters or {"type": "object", "properties": {}},
+        )
+        for tool in request.tools
+    ]
+
+
+def to_messages(params: Sequence[MessageParam]) -> list[Message]:
+    """OpenAI chat messages as mirage messages. A ``tool`` result takes its tool name from the
+    assistant call it answers (empty when no earlier call has its id)."""
+    call_names: dict[str, str] = {}
+    messages: list[Message] = []
+    for index, param in enumerate(params):
+        if isinstance(param, SystemParam):
+            messages.append(SystemMessage(content=_text(param.content)))
+        elif isinstance(param, UserParam):
+            messages.append(_user_message(param, f"messages.{index}"))
+        elif isinstance(param, AssistantParam):
+            calls = tuple(_tool_call(call) for call in param.tool_calls or ())
+            call_names.update({call.id: call.name for call in calls})
+            messages.append(AssistantMessage(content=_text(param.content), tool_calls=calls))
+        else:
+            messages.append(
+                ToolResultMessage(
+                    tool_call_id=param.tool_call_id,
+                    name=call_names.get(param.tool_call_id, ""),
+                    content=_text(param.content),
+                )
+            )
+    return messages
+
+
+def _text(content: str | list[TextContent] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content)
+
+
+def _user_message(param: UserParam, where: str) -> UserMessage:
+    if isinstance(param.content, str):
+        return UserMessage.text(param.content)
+    parts: list[TextPart | ImagePart] = []
+    for index, part in enumerate(param.content):
+        if isinstance(part, TextContent):
+            parts.append(TextPart(text=part.text))
+        else:
+            parts.append(_image(part.image_url.url, f"{where}.content.{index}.image_url.url"))
+    return UserMessage(content=tuple(parts))
+
+
+def _image(url: str, where: str) -> ImagePart:
+    header, comma, data = url.partition(",")
+    if not url.startswith("data:") or not comma or not header.endswith(";base64"):
+        raise RequestError(
+            f"{where}: only base64 data: URLs are accepted (this server never downloads)", where
+        )
+    try:
+        binascii.a2b_base64(data)
+    except binascii.Error:
+        raise RequestError(f"{where}: the image data is not valid base64", where) from None
+    media_type = header.removeprefix("data:").removesuffix(";base64") or "image/png"
+    return ImagePart(data_b64=data, media_type=media_type)
+
+
+def _tool_call(call: WireToolCall) -> ToolCall:
+    arguments = call.function.arguments
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            decoded = None
+        arguments = decoded if isinstance(decoded, dict) else {RAW_ARGUMENTS_KEY: arguments}
+    return ToolCall(id=call.id, name=call.function.name, arguments=arguments)
+
+
+FinishReason = Literal["stop", "length", "tool_calls"]
+
+
+class Reply(BaseModel):
+    """One answer, before it is written as a response body or as stream chunks."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    created: int
+    model: str
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: FinishReason
+    usage: MirageUsage
+
+
+def new_reply_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def usage_body(usage: MirageUsage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+    }
+
+
+def _wire_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+    }
+
+
+def completion_body(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [_wire_call(call) for call in reply.tool_calls]
+    return {
+        "id": reply.id,
+        "object": "chat.completion",
+        "created": reply.created,
+        "model": reply.model,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+        ],
+        "usage": usage_body(reply.usage),
+    }
+
+
+def stream_chunks(reply: Reply, *, include_usage: bool) -> list[dict[str, Any]]:
+    """The reply as OpenAI stream chunks: the role, the content, each tool call as a header
+    delta (id, name, empty arguments) followed by its arguments, the finish reason, and (when
+    asked for) a last chunk with the usage and no choices."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    if reply.content:
+        deltas.append({"content": reply.content})
+    for index, call in enumerate(reply.tool_calls):
+        function = {"name": call.name, "arguments": ""}
+        header = {"index": index, "id": call.id, "type": "function", "function": function}
+        deltas.append({"tool_calls": [header]})
+        arguments = {"arguments": json.dumps(call.arguments)}
+        deltas.append({"tool_calls": [{"index": index, "function": arguments}]})
+    choices: list[list[dict[str, Any]]] = [
+        [{"index": 0, "delta": delta, "finish_reason": None}] for delta in deltas
+    ]
+    choices.append([{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}])
+    chunks = [_chunk(reply, choice, include_usage) for choice in choices]
+    if include_usage:
+        chunks.append({**_chunk(reply, [], include_usage), "usage": usage_body(reply.usage)})
+    return chunks
+
+
+def _chunk(reply: Reply, choices: list[dict[str, Any]], include_usage: bool) -> dict[str, Any]:
+    chunk: dict[str, Any] = {
+        "id": reply.id,
+        "object": "chat.completion.chunk",
+        "created": reply.created,
+        "model": reply.model,
+        "choices": choices,
+    }
+    if include_usage:
+        chunk["usage"] = None
+    return chunk
+
+
+def error_body(
+    message: str, kind: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}

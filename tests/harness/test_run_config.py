@@ -1,0 +1,49 @@
+"""``mirage run`` checks its inputs before any work starts: a bad ``--summary-format
+template:FILE`` is refused at config validation, before the workspace or the trunk exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from harness.run import RunConfig
+from mirage.cli import app
+from tests.cli_errors import assert_one_line_error
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "summary template file 't.txt' does not exist"),
+        (b"Summarise {transcript} for {bogus}", "unknown placeholder {bogus}"),
+        (b"Summarise {focus} only", "must contain the {transcript} placeholder"),
+        (b"Summarise {transcript} \xff", "cannot read summary template 't.txt'"),
+        (b"", "summary template 't.txt' is a folder"),
+    ],
+    ids=["missing", "unknown-placeholder", "no-transcript", "not-utf8", "folder"],
+)
+def test_a_bad_summary_template_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if content == b"":
+        (tmp_path / "t.txt").mkdir()
+    elif content is not None:
+        (tmp_path / "t.txt").write_bytes(content)
+    with pytest.raises(ValidationError, match="summary template"):
+        RunConfig(summary_format="template:t.txt")
+    result = CliRunner().invoke(
+        app,
+        ["run", "--trunk-model", "scripted", "--summary-format", "template:t.txt", "--out", "r"],
+    )
+    assert_one_line_error(result, message, exit_code=2)
+    assert not (tmp_path / "r").exists()  # no workspace, no trunk, nothing written
+
+
+def test_a_good_summary_template_passes(tmp_path: Path) -> None:
+    template = tmp_path / "t.txt"
+    template.write_text("Keep every number. {focus}\n{transcript}")
+    assert RunConfig(summary_format=f"template:{template}").summary_format.endswith("t.txt")
