@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, overload
 
 import structlog
 from pydantic import (
@@ -232,15 +232,29 @@ class ResultsLogError(RuntimeError):
     """The results file is corrupt (not merely torn at the end) or already in use."""
 
 
-class _Scan(NamedTuple):
-    records: list[ProbeRecord]
+class KeyedRecord(Protocol):
+    """A results-file record: pydantic, keyed (``ProbeRecord``; CUE's ``CueRecord``)."""
+
+    @property
+    def key(self) -> tuple[Any, ...]: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+RecordT = TypeVar("RecordT", bound=KeyedRecord)
+
+
+class _Scan(NamedTuple, Generic[RecordT]):
+    records: list[RecordT]
     intact: int  # bytes up to the end of the last line kept
     torn_line: int | None  # number of the torn last line that was left out
 
 
-def _parse_line(line: bytes, number: int, path: Path) -> ProbeRecord:
+def _parse_line(line: bytes, number: int, path: Path, record_type: type[RecordT]) -> RecordT:
     try:
-        return ProbeRecord.from_line(line)
+        if record_type is ProbeRecord:
+            return ProbeRecord.from_line(line)  # type: ignore[return-value]  # migrates old schemas
+        return record_type.model_validate_json(line)  # type: ignore[attr-defined]
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -263,24 +277,28 @@ def _is_torn(line: bytes, terminated: bool) -> bool:
     return False
 
 
-def _scan(path: Path) -> _Scan:
+def _scan(path: Path, record_type: type[RecordT]) -> _Scan[RecordT]:
     """Records of every line; only the last non-blank line may be torn, and is left out."""
     data = path.read_bytes() if path.exists() else b""
     lines = data.split(b"\n")  # the final item is whatever follows the last newline
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    records: list[ProbeRecord] = []
+    records: list[RecordT] = []
     offset = 0
     for index, line in enumerate(lines):
         terminated = index < len(lines) - 1
         if index == last and _is_torn(line, terminated):
             return _Scan(records, offset, index + 1)
         if line.strip():
-            records.append(_parse_line(line, index + 1, path))
+            records.append(_parse_line(line, index + 1, path, record_type))
         offset += len(line) + terminated
     return _Scan(records, offset, None)
 
 
-def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]:
+@overload
+def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]: ...
+@overload
+def read_records(path: str | os.PathLike[str], record_type: type[RecordT]) -> list[RecordT]: ...
+def read_records(path: str | os.PathLike[str], record_type: Any = ProbeRecord) -> list[Any]:
     """All records of a results file (a torn last line is left out with a warning; duplicates
     keep the first; a corrupt line anywhere else raises ``ResultsLogError``)."""
     file = Path(path)
@@ -288,14 +306,14 @@ def read_records(path: str | os.PathLike[str]) -> list[ProbeRecord]:
         file = file / RESULTS_FILE
     if not file.exists():
         raise FileNotFoundError(f"no results file at {file}")
-    scan = _scan(file)
+    scan = _scan(file, record_type)
     if scan.torn_line is not None:
         log.warning("results.torn_last_line_ignored", path=str(file), line=scan.torn_line)
     return list(_unique(scan.records, file))
 
 
-def _unique(records: Iterable[ProbeRecord], path: Path) -> Iterator[ProbeRecord]:
-    seen: set[RecordKey] = set()
+def _unique(records: Iterable[RecordT], path: Path) -> Iterator[RecordT]:
+    seen: set[tuple[Any, ...]] = set()
     for record in records:
         if record.key in seen:
             log.warning("results.duplicate_key_ignored", path=str(path), key=tuple(record.key))
@@ -312,14 +330,20 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-class ResultsLog:
+class ResultsLog(Generic[RecordT]):
     """Append-only writer of ``results.jsonl`` that resumes where a previous run stopped.
 
-    Holds an exclusive lock on the file while open, so two runs cannot interleave.
+    Holds an exclusive lock on the file while open, so two runs cannot interleave. Records are
+    ``ProbeRecord`` unless another keyed ``record_type`` is given.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    @overload
+    def __init__(self: ResultsLog[ProbeRecord], path: str | os.PathLike[str]) -> None: ...
+    @overload
+    def __init__(self, path: str | os.PathLike[str], record_type: type[RecordT]) -> None: ...
+    def __init__(self, path: str | os.PathLike[str], record_type: Any = ProbeRecord) -> None:
         self.path = Path(path)
+        self.record_type = record_type
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         created = not self.path.exists()
@@ -337,10 +361,10 @@ class ResultsLog:
             raise
         self._keys = {r.key for r in self._records}
 
-    def _load_and_repair(self) -> list[ProbeRecord]:
+    def _load_and_repair(self) -> list[RecordT]:
         """The records so far; a torn last line (a kill mid-write) is cut off, so its probe
         runs again."""
-        scan = _scan(self.path)
+        scan = _scan(self.path, self.record_type)
         size = os.fstat(self._fd).st_size
         if scan.intact < size:
             log.warning(
@@ -353,7 +377,7 @@ class ResultsLog:
             os.fsync(self._fd)
         return list(_unique(scan.records, self.path))
 
-    def __enter__(self) -> ResultsLog:
+    def __enter__(self) -> ResultsLog[RecordT]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -368,14 +392,14 @@ class ResultsLog:
         return key in self._keys
 
     @property
-    def keys(self) -> frozenset[RecordKey]:
+    def keys(self) -> frozenset[Any]:
         return frozenset(self._keys)
 
     @property
-    def records(self) -> list[ProbeRecord]:
+    def records(self) -> list[RecordT]:
         return list(self._records)
 
-    def append(self, record: ProbeRecord) -> bool:
+    def append(self, record: RecordT) -> bool:
         """Write ``record`` durably; ``False`` (nothing written) when its key is already there."""
         line = (record.model_dump_json() + "\n").encode()
         with self._lock:

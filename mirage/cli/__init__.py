@@ -10,7 +10,19 @@ from __future__ import annotations
 
 import typer
 
-from mirage.cli import agents, chat, compact, doctor, memory, pack, parse, report, run, serve_model
+from mirage.cli import (
+    agents,
+    chat,
+    compact,
+    cue,
+    doctor,
+    memory,
+    pack,
+    parse,
+    report,
+    run,
+    serve_model,
+)
 from mirage.cli.logs import configure_logging
 
 app = typer.Typer(
@@ -22,7 +34,19 @@ app = typer.Typer(
     add_completion=False,
 )
 
-COMMAND_MODULES = (chat, serve_model, doctor, parse, memory, compact, pack, report, run, agents)
+COMMAND_MODULES = (
+    chat,
+    serve_model,
+    doctor,
+    parse,
+    memory,
+    compact,
+    pack,
+    report,
+    run,
+    agents,
+    cue,
+)
 
 
 @app.callback()

@@ -1,0 +1,129 @@
+"""An agent we did not write as a CUE memory system, through the existing agent adapters.
+
+Above: ``CueSystem`` (systems.py) for a condition whose system has ``kind: agent``. Below: the
+adapters of ``harness.agents`` (``openai:URL`` — an OpenAI-compatible endpoint; ``cmd:PATH`` —
+one JSON request on stdin, one reply on stdout; docs/own_agent.md) and the memory server.
+
+The adapters restore a checkpoint for each probe. A CUE question has no conversation to restore,
+so each profile gets a checkpoint of an empty session whose system prompt says where the memory
+is; the history is reachable only through the memory server at the question's own tagged URL
+(``X-Mirage-Memory-Url`` / ``MIRAGE_MEMORY_URL``). What the agent retrieved is read back from the
+server's call log: the ``artifact_recall`` hits logged under the question's tag, from the byte
+offset the log had when the question started (so a resumed run never counts old calls). This is
+the thin seam issue 11 will replace with a formal ``AgentUnderTest`` that needs no checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.agents.base import ProbeReply
+from harness.attribution import log_size, read_calls_from
+from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
+from harness.cue.answer import question_block
+from harness.cue.config import AgentSpec
+from harness.cue.records import CueUsage
+from harness.cue.schema import Question
+from harness.cue.systems import ProfileRun, Response, ranked_rounds
+from runtime.session import AgentConfig, Session
+from runtime.tokens import count_tokens
+
+AGENT_WINDOW = 32_768
+API_KEY_ENV = "MIRAGE_AGENT_API_KEY"
+
+
+def agent_system_prompt(name: str) -> str:
+    return (
+        f"You are {name}'s personal assistant. Your memory of earlier conversations with {name} "
+        "is in the memory server: the artifact_recall tool searches it, and each hit is one "
+        f"conversation round. Answer multiple-choice questions about {name} from that memory."
+    )
+
+
+def profile_checkpoint(directory: Path, profile: ProfileRun) -> Checkpoint:
+    """A checkpoint of an empty session carrying the agent's system prompt (one per profile)."""
+    config = AgentConfig(model="agent-under-test", system_prompt=agent_system_prompt(profile.name))
+    session = Session.new(config, AGENT_WINDOW, session_id=f"cue-{profile.profile_id}")
+    trunk = TrunkConfig(
+        pack="cue",
+        pack_digest="none",
+        seed=0,
+        trunk_model="none",
+        profile=f"cue:{profile.profile_id}",
+        window=AGENT_WINDOW,
+        states=((profile.profile_id, "cue", None, 0),),
+        summary_format="none",
+        summarizer_model="none",
+        memory_flush=False,
+        max_output_tokens=1,
+    )
+    return write_checkpoint(
+        directory.parent,
+        session,
+        state=directory.name,
+        trunk=trunk,
+        trunk_position=0,
+        trunk_turns_total=0,
+        workspace_version=None,
+    )
+
+
+def make_adapter(spec: AgentSpec, memory_url: Any) -> Any:
+    from harness.agents.command import CommandAgent, parse_command
+    from harness.agents.openai_endpoint import OpenAIEndpointAgent
+    from harness.run import agent_spec
+
+    kind, target = agent_spec(spec.agent)
+    if kind == "openai":
+        return OpenAIEndpointAgent(
+            target,
+            model=spec.agent_model,
+            api_key=os.environ.get(API_KEY_ENV),
+            memory_url=memory_url,
+            timeout_s=spec.timeout_s,
+        )
+    return CommandAgent(parse_command(target), memory_url=memory_url, timeout_s=spec.timeout_s)
+
+
+class AgentMemory:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        served: tuple[Any, dict[str, str], Path],
+        profile: ProfileRun,
+        checkpoint_dir: Path,
+    ) -> None:
+        endpoint, self.rounds, self.call_log = served
+        self.units = {u.round_id: u for u in profile.units}
+        self.adapter = make_adapter(spec, endpoint.tagged_url)
+        self.checkpoint = profile_checkpoint(checkpoint_dir, profile)
+
+    async def respond(self, question: Question, tag: str) -> Response:
+        offset = log_size(self.call_log)
+        reply: ProbeReply = await self.adapter.probe(
+            self.checkpoint, question_block(question), tag=tag
+        )
+        calls, _ = read_calls_from(self.call_log, offset)
+        hits = [h for c in calls if c.tag == tag and c.tool == "artifact_recall" for h in c.hits]
+        ranked = ranked_rounds(hits, self.rounds)
+        usage = CueUsage(
+            input_tokens=reply.usage.eit,
+            output_tokens=reply.usage.output_tokens,
+            cached_tokens=reply.usage.cached_tokens,
+        )
+        return Response(
+            text=reply.text,
+            error=reply.error,
+            ranked=ranked,
+            in_context=ranked,
+            memory_tokens=sum(count_tokens(self.units[r].text) for r in ranked),
+            usage=usage,
+            latency_s=reply.latency_s,
+        )
+
+    async def aclose(self) -> None:
+        close = getattr(self.adapter, "aclose", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,278 @@
+"""``mirage cue``: CUE-Mem on the mirage runtime — run, report, import, validate, build.
+
+Above: the ``mirage`` typer root (``register(app)``). Below: the modules of ``harness.cue``,
+imported inside the commands so ``mirage --help`` stays fast. Every bad input (a pack, a release
+file, a run config, an output folder of another pack) ends with a one-line-per-problem message
+and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+cue_app = typer.Typer(
+    help="CUE-Mem: explicit vs implicit multimodal cues, EI-Gap, stratified bootstrap + Holm.",
+    no_args_is_help=True,
+)
+
+PackArgument = Annotated[str, typer.Argument(help="bundled CUE pack name (cue-en) or a folder")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(code=code)
+
+
+@cue_app.command("run")
+def run_command(
+    pack: Annotated[
+        str | None, typer.Option(help="CUE pack name or folder (default cue-en)")
+    ] = None,
+    system: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--system",
+            help="Memory system to run (repeatable): full-context, naive-rag, mirage-memory, "
+            "agent (with --agent), or one named in --config; replaces the config's conditions "
+            "and contrasts",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Answerer model (default the embedded SmolLM2)")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder; re-run to resume")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
+    ] = None,
+    image_level: Annotated[
+        str, typer.Option(help="Image caption level for --system: brief, medium, detailed")
+    ] = "detailed",
+    audio_level: Annotated[
+        str, typer.Option(help="Audio caption level for --system: asr, hint, split")
+    ] = "split",
+    agent: Annotated[
+        str | None,
+        typer.Option(help="An agent we did not write as system 'agent': openai:URL or cmd:PATH"),
+    ] = None,
+    agent_model: Annotated[
+        str | None, typer.Option(help="Model name sent to an openai: agent")
+    ] = None,
+    api_base: Annotated[str | None, typer.Option(help="Base URL for a served --model")] = None,
+    replicates: Annotated[int | None, typer.Option(min=100, help="Bootstrap replicates")] = None,
+    seed: Annotated[int | None, typer.Option(help="Bootstrap seed")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Questions in flight at once")
+    ] = None,
+) -> None:
+    """Answer every question of a CUE pack under each condition (memory system × caption levels),
+    then write summary.json, report.md and figures. With no options: the bundled cue-en pack,
+    full context, naive RAG and the mirage memory server, answered by the embedded SmolLM2."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from harness.cue.report import summary_table
+
+    run = _make_run(
+        config,
+        pack=pack,
+        model=model,
+        out=out,
+        api_base=api_base,
+        concurrency=concurrency,
+        systems=system,
+        image_level=image_level,
+        audio_level=audio_level,
+        agent=agent,
+        agent_model=agent_model,
+        replicates=replicates,
+        seed=seed,
+    )
+    started = time.perf_counter()
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        run.progress = progress
+        files = _execute(run)
+    typer.echo(summary_table(files.metrics))
+    typer.echo(f"\nreport: {files.report}\nfinished in {time.perf_counter() - started:.0f} s")
+
+
+def _make_run(config_path: Path | None, **options: Any) -> Any:
+    from harness.cue.config import RunConfigError, load_run_config
+    from harness.cue.run import CueRun
+    from harness.packs.schema import PackFormatError
+
+    overrides = _overrides(**options)
+    try:
+        config = load_run_config(config_path, **overrides)
+        return CueRun(config)
+    except (RunConfigError, PackFormatError) as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _overrides(
+    *,
+    systems: list[str] | None,
+    image_level: str,
+    audio_level: str,
+    agent: str | None,
+    agent_model: str | None,
+    replicates: int | None,
+    seed: int | None,
+    **plain: Any,
+) -> dict[str, Any]:
+    overrides = dict(plain)
+    if agent is not None:
+        overrides["systems"] = {
+            "agent": {"kind": "agent", "agent": agent, "agent_model": agent_model}
+        }
+        systems = systems or ["agent"]
+    if systems:
+        overrides["conditions"] = [f"{name}@{image_level}/{audio_level}" for name in systems]
+    if replicates is not None or seed is not None:
+        overrides["bootstrap"] = {
+            key: value
+            for key, value in (("replicates", replicates), ("seed", seed))
+            if value is not None
+        }
+    return overrides
+
+
+def _execute(run: Any) -> Any:
+    from harness.cue.run import RunFolderError
+    from harness.records import ResultsLogError
+
+    try:
+        return asyncio.run(run.execute())
+    except (RunFolderError, ResultsLogError) as exc:
+        raise _fail(f"error: {exc}", 2) from exc
+
+
+@cue_app.command("report")
+def report_command(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="run folder holding run.json and results.jsonl", exists=True, file_okay=False
+        ),
+    ],
+) -> None:
+    """Recompute metrics, bootstrap contrasts and figures from DIR/results.jsonl."""
+    from harness.cue.report import summary_table, write_cue_report
+    from harness.records import ResultsLogError
+
+    try:
+        files = write_cue_report(directory)
+    except (FileNotFoundError, ResultsLogError) as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(summary_table(files.metrics))
+    typer.echo(f"\nwrote {files.summary}, {files.report}, {len(files.figures)} figures")
+
+
+@cue_app.command("validate")
+def validate_command(pack: PackArgument) -> None:
+    """Check a CUE pack: files, clue ids, caption levels, support, no answer leaks."""
+    from harness.cue.pack import load_cue_pack
+    from harness.cue.validate import validate_cue_pack
+    from harness.packs.schema import PackFormatError
+
+    try:
+        report = validate_cue_pack(load_cue_pack(pack))
+    except PackFormatError as exc:
+        raise _fail(str(exc)) from exc
+    for warning in report.warnings:
+        typer.echo(f"  warning: {warning}", err=True)
+    if not report.ok:
+        raise _fail(
+            f"{pack}: {len(report.problems)} problem(s)\n"
+            + "\n".join(f"  - {problem}" for problem in report.problems)
+        )
+    typer.echo(f"{pack}: ok")
+
+
+@cue_app.command("build")
+def build_command(
+    out: Annotated[
+        Path | None, typer.Option(help="output folder (default: the bundled packs)")
+    ] = None,
+    name: Annotated[str, typer.Option(help="pack to build")] = "cue-en",
+) -> None:
+    """Regenerate a bundled CUE pack (byte-identically) from harness/cue/data/sources."""
+    from harness.cue.build import build_cue_pack
+    from harness.cue.pack import BUNDLED_DIR
+
+    try:
+        path = build_cue_pack(name, out or BUNDLED_DIR)
+    except KeyError as exc:
+        raise _fail(str(exc.args[0]), 2) from exc
+    typer.echo(f"built {name} -> {path}")
+
+
+@cue_app.command("import")
+def import_command(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="a release file history_with_qa_p*.json, or a "
+            "folder of them (or of caption-level subfolders)"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="pack folder to write")],
+    name: Annotated[str, typer.Option(help="pack name")] = "imported",
+    image_level: Annotated[
+        str,
+        typer.Option(
+            help="image caption level of files not in a level folder: brief, medium, detailed"
+        ),
+    ] = "detailed",
+    audio_level: Annotated[
+        str,
+        typer.Option(help="audio caption level of files not in a level folder: asr, hint, split"),
+    ] = "split",
+    skip_invalid: Annotated[
+        bool, typer.Option(help="record invalid QAs in skipped.yaml instead of failing")
+    ] = False,
+) -> None:
+    """Convert the CUE-Mem release format into a CUE pack (never copying the answer-stating
+    session fields), then validate it."""
+    from harness.cue.importer import import_release
+    from harness.cue.pack import load_cue_pack
+    from harness.cue.validate import validate_cue_pack
+    from harness.packs.schema import PackFormatError
+
+    try:
+        result = import_release(
+            source,
+            out,
+            name,
+            image_level=image_level,
+            audio_level=audio_level,
+            skip_invalid=skip_invalid,
+        )
+        report = validate_cue_pack(load_cue_pack(result.path))
+    except PackFormatError as exc:
+        raise _fail(str(exc)) from exc
+    for warning in report.warnings:
+        typer.echo(f"  warning: {warning}", err=True)
+    for problem in report.problems:
+        typer.echo(f"  - {problem}", err=True)
+    typer.echo(
+        f"imported {result.questions} questions of {result.profiles} profile(s) into "
+        f"{result.path}; {result.skipped} skipped (skipped.yaml)"
+    )
+    if report.problems:
+        raise _fail(f"{len(report.problems)} validation problem(s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cue_app, name="cue")
