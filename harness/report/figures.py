@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.aggregate import Aggregate
+from harness.metrics import FIGURE_DELTAS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -105,7 +106,7 @@ def cm_minus_c0(agg: Aggregate, path: Path) -> Path:
     """Figure 6: Cm − C0 deltas of GC, SC, AC and HR per state (percentage points)."""
     figure, ax = _figure()
     states = list(agg.deltas)
-    metrics = ("GC", "SC", "AC", "HR")
+    metrics = FIGURE_DELTAS
     width = 0.8 / len(metrics)
     for index, metric in enumerate(metrics):
         values = [agg.deltas[s][metric] or 0.0 for s in states]
