@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from harness.aggregate import Aggregate, StateRoles, aggregate
 from harness.records import ProbeRecord, read_records
 from harness.report import tables
-from harness.report.figures import FIGURES
+from harness.report.figures import draw_figures
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"
@@ -120,13 +120,7 @@ def write_report(
     out = Path(directory)
     agg = aggregate(records if records is not None else read_records(out), roles)
     out.mkdir(parents=True, exist_ok=True)
-    figure_dir = out / FIGURES_DIR
-    figure_dir.mkdir(exist_ok=True)
-    figures = [
-        draw(agg, figure_dir / name)
-        for name, draw in FIGURES.items()
-        if name != "cm_minus_c0.png" or agg.deltas
-    ]
+    figures = draw_figures({"": agg}, out / FIGURES_DIR)
     files = ReportFiles(
         summary=out / SUMMARY_FILE,
         details=out / DETAILS_FILE,
