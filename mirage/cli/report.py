@@ -6,6 +6,7 @@ scoring and the report writer, imported inside the commands so the CLI stays lig
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +14,7 @@ import typer
 
 if TYPE_CHECKING:
     from harness.records import ProbeRecord
+    from harness.report import ReportFiles
     from harness.scoring import ScoringProfile
 
 DirArgument = Annotated[
@@ -98,18 +100,40 @@ def rescore(
     )
 
 
-def report(
-    directory: DirArgument, scoring: ScoringOption = "paper", workspace: WorkspaceOption = None
-) -> None:
-    """Write summary.json, details.json, report.md and figures/ for DIR; print Tables 1-2.
+DirsArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Run directories holding results.jsonl, or a run folder with one sub-folder per "
+        "answerer; several answerers are also compared side by side.",
+        exists=True,
+        file_okay=False,
+    ),
+]
+CompareOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--compare-out",
+        help="Where comparison.md/.json and comparison-figures/ go (default: DIR for one "
+        "multi-answerer run, else the folder the DIRs share).",
+    ),
+]
+AllowIncomparableOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomparable",
+        help="Compare runs that differ in pack, profile, scoring or depth, marked NOT "
+        "COMPARABLE (refused otherwise).",
+    ),
+]
 
-    Records scored under another profile are rescored in memory for the report (results.jsonl
-    is left as it is; ``mirage rescore`` rewrites it)."""
+
+def _report_one(
+    directory: Path, profile: ScoringProfile, workspace: Path | None
+) -> tuple[list[ProbeRecord], ReportFiles]:
+    """Write DIR's report; records of another profile are rescored in memory for it."""
     from harness.aggregate import MixedProfilesError
     from harness.report import write_report
-    from harness.report.tables import table1, table2
 
-    profile = _profile(scoring)
     records = _read(directory)
     note = None
     recorded = sorted({record.scoring for record in records})
@@ -126,16 +150,58 @@ def report(
         )
         typer.echo(note, err=True)
     try:
-        files = write_report(directory, records, note=note)
+        return records, write_report(directory, records, note=note)
     except MixedProfilesError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    typer.echo(table1(files.aggregate))
-    typer.echo("")
-    typer.echo(table2(files.aggregate))
-    typer.echo(
-        f"\nscoring {profile.name}; wrote {files.summary}, {files.details}, {files.report}, "
-        f"{len(files.figures)} figures"
-    )
+
+
+def _comparison_folder(directories: list[Path], explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    if len(directories) == 1:
+        return directories[0]
+    return Path(os.path.commonpath([d.resolve() for d in directories]))
+
+
+def report(
+    directories: DirsArgument,
+    scoring: ScoringOption = "paper",
+    workspace: WorkspaceOption = None,
+    compare_out: CompareOutOption = None,
+    allow_incomparable: AllowIncomparableOption = False,
+) -> None:
+    """Write summary.json, details.json, report.md and figures/ for each DIR; print Tables 1-2.
+
+    Records scored under another profile are rescored in memory for the report (results.jsonl
+    is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
+    several models, or several DIRs) also write comparison.md and comparison.json."""
+    from harness.report.compare import NotComparableError, result_dirs, write_comparison
+    from harness.report.tables import table1, table2
+
+    profile = _profile(scoring)
+    try:
+        folders = result_dirs(directories)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    answerers = {}
+    for folder in folders:
+        records, files = _report_one(folder, profile, workspace)
+        answerers[folder] = records
+        if len(folders) == 1:
+            typer.echo(table1(files.aggregate))
+            typer.echo("")
+            typer.echo(table2(files.aggregate))
+        typer.echo(
+            f"\nscoring {profile.name}; wrote {files.summary}, {files.details}, {files.report}, "
+            f"{len(files.figures)} figures"
+        )
+    if len(folders) > 1:
+        out = _comparison_folder(directories, compare_out)
+        try:
+            compared = write_comparison(answerers, out, allow_incomparable=allow_incomparable)
+        except NotComparableError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        typer.echo(f"wrote {compared.markdown} and {compared.data} ({len(folders)} answerers)")
 
 
 def register(app: typer.Typer) -> None:
