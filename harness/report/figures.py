@@ -27,6 +27,7 @@ CONDITION_COLOURS = {"C0": "#4c78a8", "Cm": "#e45756"}
 MODEL_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d")
 FALLBACK_COLOUR = "#888888"
 CONDITION_HATCHES = {"C0": "", "Cm": ".."}
+METRIC_HATCHES = ("", "//", "..", "xx")  # one per FIGURE_DELTAS metric when models share colour
 Runs = Mapping[str, Aggregate]  # answerer label ("" for a single-answerer report) -> aggregate
 
 
@@ -189,20 +190,20 @@ def path_composition(runs: Runs) -> Figure:
     figure, ax = _figure(_width(runs) + 1)
     labels: list[str] = []
     handles = []
-    for item in series_of(runs):
+    for index, item in enumerate(series_of(runs)):
+        colour = item.colour if len(runs) <= 1 else MODEL_COLOURS[index % len(MODEL_COLOURS)]
         agg = runs[item.model]
         cells = [(s, conds[item.condition]) for s, conds in agg.cells.items()
                  if item.condition in conds]  # fmt: skip
         positions = list(range(len(labels), len(labels) + len(cells)))
-        labels += [f"{state}\n{item.label}\nn={agg.states[state][item.condition].n}"
-                   for state, _ in cells]  # fmt: skip
+        labels += [f"{state}\nn={agg.states[state][item.condition].n}" for state, _ in cells]
         context = [_gap(d.path["R_context"]) for _, d in cells]
         tool = [_gap(d.path["R_tool"]) for _, d in cells]
-        ax.bar(positions, context, color=item.colour, edgecolor="black", linewidth=0.4)
-        ax.bar(positions, tool, bottom=context, color=item.colour, hatch="//", alpha=0.55,
+        ax.bar(positions, context, color=colour, edgecolor="black", linewidth=0.4)
+        ax.bar(positions, tool, bottom=context, color=colour, hatch="//", alpha=0.55,
                edgecolor="black", linewidth=0.4)  # fmt: skip
         _mark_gaps(ax, [float(p) for p in positions], context)
-        handles.append(Patch(facecolor=item.colour, edgecolor="black", label=item.label))
+        handles.append(Patch(facecolor=colour, edgecolor="black", label=item.label))
     handles += [
         Patch(facecolor="white", edgecolor="black", label="R_context (solid)"),
         Patch(facecolor="white", edgecolor="black", hatch="//", label="R_tool (hatched)"),
@@ -220,8 +221,10 @@ def cm_minus_c0(runs: Runs) -> Figure:
     figure, ax = _figure(_width(runs))
     several = len(runs) > 1
     series = [
-        Series(model, m, MODEL_COLOURS[(i * len(FIGURE_DELTAS) + j) % len(MODEL_COLOURS)], "",
-               f"{model} · Δ{m}" if several else f"Δ{m}")
+        Series(model, m, MODEL_COLOURS[i % len(MODEL_COLOURS)], METRIC_HATCHES[j],
+               f"{model} · Δ{m}")
+        if several
+        else Series(model, m, MODEL_COLOURS[j], "", f"Δ{m}")
         for i, model in enumerate(runs) for j, m in enumerate(FIGURE_DELTAS)
     ]  # fmt: skip
     states = [s for s in _states(runs) if any(s in agg.deltas for agg in runs.values())]
