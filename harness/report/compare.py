@@ -28,12 +28,14 @@ from harness.aggregate import Aggregate, StateRoles, aggregate
 from harness.metrics import DIAGNOSTICS, TABLE1_COLUMNS, fmt, get_metric
 from harness.records import RESULTS_FILE, ProbeRecord
 from harness.report.figures import draw_figures
+from harness.report.html import answerer_label, write_html
 from harness.report.tables import markdown_table
 from harness.rundir import RUN_CONFIG
 from harness.stats import Interval, wilson_interval
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
+COMPARISON_HTML = "comparison.html"
 COMPARISON_FIGURES = "comparison-figures"
 COMPLIANCE_JSON = "compliance.json"
 LOWER_IS_BETTER = {"DS": True, "delta_comp": False, "Ret": False, "MI_d80k": True}
@@ -121,11 +123,6 @@ def run_facts(directory: Path, records: Sequence[ProbeRecord]) -> RunFacts:
         depth=dict(sorted(depth.items())),
         summary_format=text("summary_format"),
     )
-
-
-def answerer_label(directory: Path, records: Sequence[ProbeRecord]) -> str:
-    models = sorted({r.model for r in records if r.model})
-    return models[0] if len(models) == 1 else directory.name
 
 
 def unique_labels(answerers: Sequence[tuple[Path, str]]) -> list[str]:
@@ -366,6 +363,7 @@ def render_comparison(
 class ComparisonFiles(BaseModel):
     markdown: Path
     data: Path
+    html: Path
     figures: list[Path]
     comparison: Comparison
 
@@ -403,9 +401,16 @@ def write_comparison(
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
     files = ComparisonFiles(
-        markdown=out / COMPARISON_MD, data=out / COMPARISON_JSON, figures=figures,
+        markdown=out / COMPARISON_MD, data=out / COMPARISON_JSON, html=out / COMPARISON_HTML,
+        figures=figures,
         comparison=comparison,
     )  # fmt: skip
     files.markdown.write_text(render_comparison(comparison, aggregates, figures), "utf-8")
     files.data.write_text(comparison.model_dump_json(indent=2) + "\n", "utf-8")
+    pages = {
+        label: (d, answerers[d], aggregates[label])
+        for (d, _), label in zip(labelled, labels, strict=True)
+    }
+    banner = "" if comparison.comparable else "NOT COMPARABLE: " + "; ".join(found)
+    write_html(files.html, "MIRAGE comparison", pages, figures, banner)
     return files

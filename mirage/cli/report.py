@@ -6,6 +6,7 @@ scoring and the report writer, imported inside the commands so the CLI stays lig
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -204,6 +205,40 @@ def report(
         typer.echo(f"wrote {compared.markdown} and {compared.data} ({len(folders)} answerers)")
 
 
+def _page(directory: Path) -> Path:
+    """DIR's comparison.html or report.html, written first from results.jsonl if missing."""
+    from harness.report.compare import COMPARISON_HTML
+    from harness.report.html import HTML_FILE
+
+    for name in (COMPARISON_HTML, HTML_FILE):
+        if (directory / name).is_file():
+            return directory / name
+    if not (directory / "results.jsonl").is_file():
+        raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")
+    from harness.report import write_report
+
+    return write_report(directory, _read(directory)).html
+
+
+def view(
+    directory: DirArgument,
+    port: Annotated[int, typer.Option("--port", min=0, help="Loopback port (0: a free one).")] = 0,
+) -> None:
+    """Serve DIR's report.html (or comparison.html) on 127.0.0.1 until interrupted; the page
+    needs no server (it opens from disk too), this is for convenience."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    page = _page(directory)
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(page.parent))
+    with ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
+        typer.echo(f"serving {url} (Ctrl-C stops)")
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()
+
+
 def register(app: typer.Typer) -> None:
     app.command("rescore")(rescore)
     app.command("report")(report)
+    app.command("view")(view)
