@@ -33,7 +33,8 @@ Runs = Mapping[str, Aggregate]  # answerer label ("" for a single-answerer repor
 
 @dataclass(frozen=True)
 class Series:
-    """One (answerer, condition) bar series and how it is drawn."""
+    """One (answerer, condition) bar series and how it is drawn (in Figure 6 ``condition``
+    holds the metric whose Cm − C0 delta the series shows)."""
 
     model: str
     condition: str
@@ -132,23 +133,38 @@ def _cell(agg: Aggregate, state: str, cond: str) -> Any:
     return agg.states.get(state, {}).get(cond)
 
 
-def mi_by_state(runs: Runs) -> Figure:
-    """Figure 3: Mirage Index per state (as a proportion); n = recorded answerable probes."""
+def _rate_by_state(runs: Runs, metric: str, denominator: str, ylabel: str) -> Figure:
+    """A rate per state as a proportion; n = the metric's pooled denominator per bar."""
     figure, ax = _figure(_width(runs))
 
     def value(item: Series, state: str) -> tuple[float | None, int]:
         agg = runs[item.model]
-        cell, detail = _cell(agg, state, item.condition), agg.cells.get(state, {})
+        cell = _cell(agg, state, item.condition)
         if cell is None:
             return None, 0
-        n = detail[item.condition].recorded_answerable
-        return (None if cell.MI is None else cell.MI / 100), n
+        rate = getattr(cell, metric)
+        n = getattr(agg.cells[state][item.condition], denominator)
+        return (None if rate is None else rate / 100), n
 
     _grouped_bars(ax, _states(runs), series_of(runs), value)
     ax.set_ylim(0, 1.15)
-    ax.set_ylabel("MI (YES ∧ GC=0, share of recorded answerable calls)")
-    ax.set_title("Mirage Index by state (n = recorded answerable probes per bar)")
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
+    return figure
+
+
+def mi_by_state(runs: Runs) -> Figure:
+    """Figure 3: Mirage Index per state (as a proportion); n = recorded answerable probes."""
+    ylabel = "MI (YES ∧ GC=0, share of recorded answerable calls)"
+    figure = _rate_by_state(runs, "MI", "recorded_answerable", ylabel)
+    figure.axes[0].set_title("Mirage Index by state (n = recorded answerable probes per bar)")
+    return figure
+
+
+def gc_by_state(runs: Runs) -> Figure:
+    """Grounded correctness per state (as a proportion); n = parsed answerable probes."""
+    figure = _rate_by_state(runs, "GC", "parsed_answerable", "GC (share of parsed answerable)")
+    figure.axes[0].set_title("Grounded correctness by state (n = parsed answerable per bar)")
     return figure
 
 
@@ -246,6 +262,7 @@ def cm_minus_c0(runs: Runs) -> Figure:
 
 
 FIGURES: dict[str, Callable[[Runs], Figure]] = {
+    "gc_by_state.png": gc_by_state,
     "mi_by_state.png": mi_by_state,
     "transitions.png": transitions,
     "path_composition.png": path_composition,

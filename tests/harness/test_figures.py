@@ -9,7 +9,13 @@ from matplotlib.colors import to_hex
 
 from harness.aggregate import Aggregate, aggregate
 from harness.records import RecordKey, build_record
-from harness.report.figures import cm_minus_c0, mi_by_state, path_composition, transitions
+from harness.report.figures import (
+    cm_minus_c0,
+    gc_by_state,
+    mi_by_state,
+    path_composition,
+    transitions,
+)
 from harness.scoring import Gold, KnownIdResolver
 
 RESOLVER = KnownIdResolver(["chart_1"])
@@ -40,7 +46,7 @@ def _bar_colours(ax: object) -> set[str]:
 
 def test_every_legend_entry_looks_like_bars_on_the_figure() -> None:
     runs = {"": _aggregate(GROUNDED)}
-    for draw in (mi_by_state, transitions, path_composition, cm_minus_c0):
+    for draw in (gc_by_state, mi_by_state, transitions, path_composition, cm_minus_c0):
         ax = draw(runs).axes[0]
         legend = ax.get_legend()
         entries = [to_hex(h.get_facecolor(), keep_alpha=False) for h in legend.legend_handles]
