@@ -94,3 +94,43 @@ def test_comparison_page_filters_by_model(browser: Any, tmp_path: Path) -> None:
     assert len(rows) == 12 and all(r.text.startswith("beta") for r in rows)
     browser.save_screenshot(str(tmp_path / "comparison.png"))
     assert _errors(browser) == []
+
+
+async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) -> None:
+    """A real scripted run (workspace, index, memory server over HTTP, checkpoints) with two
+    answerers: its comparison page shows the memory server's log lines behind an R_tool probe."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from harness.run import MirageRun, RunConfig
+    from runtime.backbones.scripted import FunctionBackbone
+    from tests.harness.test_run_e2e import oracle, summary
+
+    def abstainer(messages: Any, tools: Any) -> str:
+        return "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"
+
+    config = RunConfig(
+        models=["oracle", "abstainer"], trunk_model="scripted", summarizer_model="summarizer",
+        limit=2, out=tmp_path / "run",
+    )  # fmt: skip
+    backbones = {
+        "oracle": FunctionBackbone(oracle, model="oracle", context_window=8192),
+        "abstainer": FunctionBackbone(abstainer, model="abstainer", context_window=8192),
+        "summarizer": FunctionBackbone(summary, model="summarizer"),
+    }
+    folders = await MirageRun(config, backbones=backbones).execute()
+    files = write_comparison({f: read_records(f) for f in folders}, tmp_path / "run")
+    retention = files.comparison.ranking["C0"]["Ret"]
+    assert [(r.label, r.value) for r in retention] == [("oracle", 100.0), ("abstainer", None)]
+
+    browser.get(files.html.as_uri())
+    Select(browser.find_element(By.ID, "filter-model")).select_by_value("oracle")
+    Select(browser.find_element(By.ID, "filter-condition")).select_by_value("Cm")
+    Select(browser.find_element(By.ID, "filter-answerability")).select_by_value("YES")
+    Select(browser.find_element(By.ID, "filter-state")).select_by_value("S2")
+    [row] = _rows(browser)
+    row.click()
+    detail = browser.find_element(By.ID, "detail").text
+    assert "Retrieval path: R_tool" in detail and "artifact_recall" in detail and '"hits"' in detail
+    browser.save_screenshot(str(tmp_path / "real-run-probe.png"))
+    assert _errors(browser) == []
