@@ -1,4 +1,5 @@
-"""``mirage rescore`` and ``mirage report``: recompute and report a run's results.
+"""``mirage rescore``, ``mirage report`` and ``mirage view``: recompute, report, compare and
+look at a run's results (``view`` serves ``report.html`` on loopback).
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: records,
 scoring and the report writer, imported inside the commands so the CLI stays light to import.
@@ -175,7 +176,8 @@ def report(
 
     Records scored under another profile are rescored in memory for the report (results.jsonl
     is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
-    several models, or several DIRs) also write comparison.md and comparison.json."""
+    several models, or several DIRs) also write comparison.md, comparison.json and
+    comparison.html."""
     from harness.report.compare import NotComparableError, result_dirs, write_comparison
     from harness.report.tables import table1, table2
 
@@ -213,9 +215,11 @@ def _page(directory: Path) -> Path:
     for name in (COMPARISON_HTML, HTML_FILE):
         if (directory / name).is_file():
             return directory / name
-    if not (directory / "results.jsonl").is_file():
-        raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")
+    from harness.records import RESULTS_FILE
     from harness.report import write_report
+
+    if not (directory / RESULTS_FILE).is_file():
+        raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")
 
     return write_report(directory, _read(directory)).html
 
@@ -231,7 +235,11 @@ def view(
 
     page = _page(directory)
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(page.parent))
-    with ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
+    with server:
         url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
         typer.echo(f"serving {url} (Ctrl-C stops)")
         with contextlib.suppress(KeyboardInterrupt):

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
+import pytest
+import typer
+from typer.testing import CliRunner
+
 from harness.report import write_report
+from mirage.cli.report import register
+from tests.cli_errors import assert_one_line_error
 from tests.harness.report_support import ANSWERABLE, write_result_folder
 
 
@@ -55,3 +64,27 @@ def test_a_pf_probe_says_why_its_indicators_are_null(tmp_path: Path) -> None:
     probes = _page_data(write_report(folder).html.read_text(encoding="utf-8"))["probes"]
     pf = next(p for p in probes if p["outcome"] == "PF")
     assert all(r["value"] is None and "parse failure" in r["facts"] for r in pf["rules"])
+
+
+@pytest.mark.slow
+def test_mirage_view_serves_the_page_on_loopback(tmp_path: Path) -> None:
+    folder = write_result_folder(tmp_path / "run")
+    command = [sys.executable, "-m", "mirage", "view", str(folder), "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # "serving http://127.0.0.1:PORT/report.html ..."
+        url = line.split()[1]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/report.html")
+        page = httpx.get(url, timeout=30).text
+        assert _page_data(page)["probes"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_mirage_view_without_results_says_what_to_do(tmp_path: Path) -> None:
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["view", str(tmp_path)], env={"COLUMNS": "400"})
+    assert_one_line_error(result, "no report.html in", "run mirage report", exit_code=2)
