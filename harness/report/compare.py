@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from harness.aggregate import Aggregate, StateRoles, aggregate
 from harness.metrics import DIAGNOSTICS, TABLE1_COLUMNS, fmt, get_metric
@@ -41,6 +41,10 @@ COMPLIANCE_JSON = "compliance.json"
 LOWER_IS_BETTER = {"DS": True, "delta_comp": False, "Ret": False, "MI_d80k": True}
 COMPARED_FACTS = ("pack", "profile", "scoring", "depth")
 BOOTSTRAP_SAMPLES = 2000
+
+
+class ComparisonInputError(ValueError):
+    """A file the comparison reads (``run.json``, ``compliance.json``) is unreadable."""
 
 
 class NotComparableError(ValueError):
@@ -98,7 +102,13 @@ def result_dirs(paths: Sequence[Path]) -> list[Path]:
 def _run_config(directory: Path) -> dict[str, object]:
     for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
         if candidate.is_file():
-            loaded = json.loads(candidate.read_text(encoding="utf-8"))
+            try:
+                loaded = json.loads(candidate.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ComparisonInputError(
+                    f"{candidate}: not valid JSON ({exc.msg}, line {exc.lineno}); restore the "
+                    "run's configuration or delete the file"
+                ) from exc
             return loaded if isinstance(loaded, dict) else {}
     return {}
 
@@ -306,9 +316,16 @@ def find_compliance(places: Sequence[Path]) -> list[dict[str, object]]:
 
     for place in places:
         for candidate in (place / COMPLIANCE_JSON, place / "compliance" / COMPLIANCE_JSON):
-            if candidate.is_file():
+            if not candidate.is_file():
+                continue
+            try:
                 report = ComplianceReport.model_validate_json(candidate.read_text("utf-8"))
-                return [row.model_dump(mode="json") for row in report.rows]
+            except ValidationError as exc:
+                raise ComparisonInputError(
+                    f"{candidate}: not a mirage compliance report ({exc.errors()[0]['msg']}); "
+                    "re-run mirage compliance or move the file away"
+                ) from exc
+            return [row.model_dump(mode="json") for row in report.rows]
     return []
 
 

@@ -178,7 +178,12 @@ def report(
     is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
     several models, or several DIRs) also write comparison.md, comparison.json and
     comparison.html."""
-    from harness.report.compare import NotComparableError, result_dirs, write_comparison
+    from harness.report.compare import (
+        ComparisonInputError,
+        NotComparableError,
+        result_dirs,
+        write_comparison,
+    )
     from harness.report.tables import table1, table2
 
     profile = _profile(scoring)
@@ -204,6 +209,8 @@ def report(
             compared = write_comparison(answerers, out, allow_incomparable=allow_incomparable)
         except NotComparableError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        except ComparisonInputError as exc:
+            raise _bad_file(exc) from exc
         typer.echo(f"wrote {compared.markdown} and {compared.data} ({len(folders)} answerers)")
 
 

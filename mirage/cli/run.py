@@ -281,7 +281,8 @@ def run(
         from harness.records import read_records
         from harness.report.compare import write_comparison
 
-        compared = write_comparison({f: read_records(f) for f in folders}, out)
+        answerers = {f: read_records(f) for f in folders}
+        compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
 

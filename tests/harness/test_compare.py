@@ -10,7 +10,12 @@ import typer
 from typer.testing import CliRunner
 
 from harness.records import RecordKey, ResultsLog, build_record, read_records
-from harness.report.compare import NotComparableError, result_dirs, write_comparison
+from harness.report.compare import (
+    ComparisonInputError,
+    NotComparableError,
+    result_dirs,
+    write_comparison,
+)
 from harness.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register
 from mirage.wiring import artifact_recall_tool
@@ -119,3 +124,10 @@ def test_cli_report_of_a_multi_answerer_run_writes_the_comparison(tmp_path: Path
     other = _write_run(tmp_path / "other", ("decaying",), pack="other-pack")
     refused = CliRunner().invoke(app, ["report", str(run / "steady"), str(other)])
     assert refused.exit_code == 2 and "pack differs" in refused.output
+
+
+def test_a_corrupt_run_json_is_a_clear_error(tmp_path: Path) -> None:
+    run = _write_run(tmp_path / "run", ("steady", "decaying"))
+    (run / "run.json").write_text("{not json")
+    with pytest.raises(ComparisonInputError, match=r"run.json: not valid JSON"):
+        write_comparison(_answerers(run), run)
