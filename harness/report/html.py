@@ -70,6 +70,8 @@ def _indicator_rules(record: ProbeRecord) -> list[dict[str, Any]]:
         why = facts.get(name, "") if applies and not record.pf else "not applicable"
         if record.pf:
             why = f"parse failure ({record.pf_reason or 'unparsed'}): every indicator is null"
+        if record.provider_error is not None:
+            why = "provider error: the probe is counted apart and enters no metric"
         rules.append({"name": name, "value": value, "rule": spec.definition, "facts": why})
     return rules
 
