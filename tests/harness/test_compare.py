@@ -74,6 +74,7 @@ def test_one_block_per_model_and_a_ranking(tmp_path: Path) -> None:
     ranked = files.comparison.ranking["C0"]
     assert [r.label for r in ranked["DS"]] == ["steady", "decaying"]
     assert ranked["DS"][1].value == 100.0
+    assert (ranked["DS"][1].low, ranked["DS"][1].high) == (100.0, 100.0)  # every resample
     assert [r.label for r in ranked["MI_d80k"]] == ["steady", "decaying"]
     mi = ranked["MI_d80k"][1]
     assert mi.low is not None and mi.high is not None and mi.low < 100.0 <= mi.high + 1e-9
