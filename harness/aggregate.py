@@ -22,15 +22,12 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from harness.metrics import DELTA_METRICS, PROBE_INDICATORS, PROPORTIONS, RATE_METRICS, get_metric
 from harness.protocol import ProfileName
 from harness.records import ProbeRecord
 from harness.scoring.sources import clean_reference
 from harness.stats import Interval, Spread, mean, spread, wilson_interval
 
-INDICATORS: tuple[str, ...] = ("AC", "SC", "VC", "GC", "HR", "WS")
-RATE_METRICS: tuple[str, ...] = (*INDICATORS, "MI", "OG", "R_tool")
-PROPORTIONS: tuple[str, ...] = (*INDICATORS, "MI", "R_tool")
-DELTA_METRICS: tuple[str, ...] = ("AC", "SC", "VC", "GC", "HR", "WS", "MI", "R_tool")
 GROUNDED, UNGROUNDED = "✓", "×"
 
 
@@ -81,22 +78,15 @@ class Counts:
         self.parsed_answerable += answerable
         self.parsed_unanswerable += not answerable
         self.mirages += answerable and record.parsed.answerable == "YES" and record.GC == 0
-        for name in INDICATORS:
+        for name in PROBE_INDICATORS:
             setattr(self, name, getattr(self, name) + (getattr(record, name) or 0))
 
-    def fraction(self, metric: str) -> tuple[int, int]:
+    def fraction(self, name: str) -> tuple[int, int]:
         """Numerator and denominator of a rate metric (not OG, which is a difference)."""
-        if metric == "AC":
-            return self.AC, self.parsed
-        if metric in ("SC", "VC", "GC", "WS"):
-            return getattr(self, metric), self.parsed_answerable
-        if metric == "HR":
-            return self.HR, self.parsed_unanswerable
-        if metric == "MI":
-            return self.mirages, self.recorded_answerable
-        if metric == "R_tool":
-            return self.r_tool, self.n
-        raise KeyError(metric)
+        rate = get_metric(name)
+        if rate.numerator is None or rate.denominator is None:
+            raise KeyError(name)
+        return getattr(self, rate.numerator), getattr(self, rate.denominator)
 
     def rate(self, metric: str) -> float | None:
         if metric == "OG":

@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
 from harness.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
 from harness.scoring import (
     Gold,
@@ -54,7 +55,6 @@ SCHEMA_VERSION = 2
 STORED = "stored"  # validation context flag: the data comes from a results file
 RETRIEVAL_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get"})
 RetrievalPath = Literal["R_context", "R_tool"]
-_ANSWERABLE_ONLY = ("SC", "VC", "GC", "WS")
 
 
 class RecordKey(NamedTuple):
@@ -141,11 +141,11 @@ class ProbeRecord(BaseModel):
         if self.gold is not None and self.gold.answerable != self.gold_answerable:
             raise ValueError("gold.answerable disagrees with gold_answerable")
         if self.pf or self.provider_error is not None:
-            filled = [n for n in ("AC", "HR", *_ANSWERABLE_ONLY) if getattr(self, n) is not None]
+            filled = [n for n in PROBE_INDICATORS if getattr(self, n) is not None]
             if filled:
                 raise ValueError(f"a PF or provider-error record has indicators {filled}")
             return self
-        not_applicable = ("HR",) if self.gold_answerable == "YES" else _ANSWERABLE_ONLY
+        not_applicable = UNANSWERABLE_ONLY if self.gold_answerable == "YES" else ANSWERABLE_ONLY
         wrong = [n for n in not_applicable if getattr(self, n) is not None]
         if wrong:
             raise ValueError(f"indicators {wrong} do not apply to gold {self.gold_answerable}")
@@ -166,7 +166,7 @@ def _score_fields(score: ProbeScore) -> dict[str, Any]:
         "pf": score.outcome.pf,
         "pf_reason": score.outcome.pf_reason,
         "canonical_source": score.canonical_source,
-        **{n: getattr(score, n) for n in ("AC", "SC", "VC", "GC", "WS", "HR")},
+        **{n: getattr(score, n) for n in PROBE_INDICATORS},
     }
 
 

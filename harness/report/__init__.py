@@ -1,4 +1,4 @@
-"""The run report: ``summary.json``, ``details.json``, ``report.md`` and PNG figures.
+"""The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
 
 Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.aggregate`` over the
 records of ``DIR/results.jsonl``. ``summary.json`` has exactly the shape of issue 7; everything
@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from harness.aggregate import Aggregate, StateRoles, aggregate
 from harness.records import ProbeRecord, read_records
 from harness.report import tables
-from harness.report.figures import FIGURES
+from harness.report.figures import draw_figures
+from harness.report.html import HTML_FILE, answerer_label, write_html
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"
@@ -30,6 +31,7 @@ class ReportFiles(BaseModel):
     summary: Path
     details: Path
     report: Path
+    html: Path
     figures: list[Path]
     aggregate: Aggregate
 
@@ -118,19 +120,15 @@ def write_report(
     """Aggregate ``directory``'s results (or the given records) and write every report file;
     ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
-    agg = aggregate(records if records is not None else read_records(out), roles)
+    records = list(records) if records is not None else read_records(out)
+    agg = aggregate(records, roles)
     out.mkdir(parents=True, exist_ok=True)
-    figure_dir = out / FIGURES_DIR
-    figure_dir.mkdir(exist_ok=True)
-    figures = [
-        draw(agg, figure_dir / name)
-        for name, draw in FIGURES.items()
-        if name != "cm_minus_c0.png" or agg.deltas
-    ]
+    figures = draw_figures({"": agg}, out / FIGURES_DIR)
     files = ReportFiles(
         summary=out / SUMMARY_FILE,
         details=out / DETAILS_FILE,
         report=out / REPORT_FILE,
+        html=out / HTML_FILE,
         figures=figures,
         aggregate=agg,
     )
@@ -138,5 +136,9 @@ def write_report(
     _write_json(files.details, details(agg))
     files.report.write_text(
         render_markdown(agg, figures, note=note) + _attribution_section(out), encoding="utf-8"
+    )
+    label = answerer_label(out, records)
+    write_html(
+        files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""
     )
     return files

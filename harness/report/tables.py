@@ -7,31 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.aggregate import DELTA_METRICS, Aggregate
-
-DASH = "—"
-TABLE1_COLUMNS = ("AC", "SC", "VC", "GC", "HR", "WS", "PF", "MI", "OG", "R_tool", "n")
-
-
-def fmt(value: float | int | None, digits: int = 1, signed: bool = False) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def fmt_count(value: float) -> str:
-    """A count, or a mean count over runs (one decimal when it is not whole)."""
-    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
-
-
-def fmt_delta_comp(value: float | None) -> str:
-    """Two decimals as in Table 2; three when two would round a non-zero change to zero."""
-    if value is None:
-        return DASH
-    digits = 3 if value != 0 and abs(value) < 0.005 else 2
-    return fmt(value, digits, signed=True)
+from harness.aggregate import Aggregate
+from harness.metrics import (
+    DASH,
+    DELTA_METRICS,
+    DIAGNOSTICS,
+    HEADLINE_INTERVALS,
+    HEADLINE_SPREAD,
+    TABLE1_COLUMNS,
+    fmt,
+    get_metric,
+)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -48,9 +34,7 @@ def table1(agg: Aggregate) -> str:
         for state, conds in agg.states.items():
             if cond in conds:
                 values = conds[cond].model_dump()
-                cells = [
-                    fmt_count(values[c]) if c == "PF" else fmt(values[c]) for c in TABLE1_COLUMNS
-                ]
+                cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
                 rows.append([cond, state, *cells])
     return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
 
@@ -62,13 +46,15 @@ def table2(agg: Aggregate) -> str:
     for cond, diag in agg.diagnostics.items():
         ogs = [agg.states[s].get(cond) for s in states]
         og_cells = [fmt(None if c is None or c.OG is None else c.OG / 100, 2) for c in ogs]
-        diagnostics = [fmt(diag.DS), fmt_delta_comp(diag.delta_comp), fmt(diag.Ret)]
-        rows.append([cond, *diagnostics, fmt(diag.MI_d80k), *og_cells])
-    header = ["Cond.", "DS", "Δcomp", "Ret", "MI_d80k", *(f"OG {s}" for s in states)]
+        values = diag.model_dump()
+        diagnostics = [get_metric(name).render(values[name]) for name in DIAGNOSTICS]
+        rows.append([cond, *diagnostics, *og_cells])
+    titles = [get_metric(name).title for name in DIAGNOSTICS]
+    header = ["Cond.", *titles, *(f"OG {s}" for s in states)]
     return markdown_table(header, rows)
 
 
-def intervals_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "SC", "HR")) -> str:
+def intervals_table(agg: Aggregate, metrics: Sequence[str] = HEADLINE_INTERVALS) -> str:
     """Wilson 95% intervals (Table 9 shape) per run for the headline metrics of every cell;
     with several runs, a row labelled "pooled" adds the interval on the pooled counts."""
     rows = []
@@ -95,7 +81,7 @@ def intervals_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "SC", 
     return markdown_table(["Cell", "Count", "Rate", "95% CI"], rows)
 
 
-def repeats_table(agg: Aggregate, metrics: Sequence[str] = ("AC", "GC", "MI")) -> str:
+def repeats_table(agg: Aggregate, metrics: Sequence[str] = HEADLINE_SPREAD) -> str:
     """Mean ± sample SD over repeats."""
     rows = []
     for state, conds in agg.cells.items():

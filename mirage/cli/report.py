@@ -1,4 +1,5 @@
-"""``mirage rescore`` and ``mirage report``: recompute and report a run's results.
+"""``mirage rescore``, ``mirage report`` and ``mirage view``: recompute, report, compare and
+look at a run's results (``view`` serves ``report.html`` on loopback).
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: records,
 scoring and the report writer, imported inside the commands so the CLI stays light to import.
@@ -6,6 +7,8 @@ scoring and the report writer, imported inside the commands so the CLI stays lig
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,6 +16,7 @@ import typer
 
 if TYPE_CHECKING:
     from harness.records import ProbeRecord
+    from harness.report import ReportFiles
     from harness.scoring import ScoringProfile
 
 DirArgument = Annotated[
@@ -98,18 +102,40 @@ def rescore(
     )
 
 
-def report(
-    directory: DirArgument, scoring: ScoringOption = "paper", workspace: WorkspaceOption = None
-) -> None:
-    """Write summary.json, details.json, report.md and figures/ for DIR; print Tables 1-2.
+DirsArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Run directories holding results.jsonl, or a run folder with one sub-folder per "
+        "answerer; several answerers are also compared side by side.",
+        exists=True,
+        file_okay=False,
+    ),
+]
+CompareOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--compare-out",
+        help="Where comparison.md/.json and comparison-figures/ go (default: DIR for one "
+        "multi-answerer run, else the folder the DIRs share).",
+    ),
+]
+AllowIncomparableOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-incomparable",
+        help="Compare runs that differ in pack, profile, scoring or depth, marked NOT "
+        "COMPARABLE (refused otherwise).",
+    ),
+]
 
-    Records scored under another profile are rescored in memory for the report (results.jsonl
-    is left as it is; ``mirage rescore`` rewrites it)."""
+
+def _report_one(
+    directory: Path, profile: ScoringProfile, workspace: Path | None
+) -> tuple[list[ProbeRecord], ReportFiles]:
+    """Write DIR's report; records of another profile are rescored in memory for it."""
     from harness.aggregate import MixedProfilesError
     from harness.report import write_report
-    from harness.report.tables import table1, table2
 
-    profile = _profile(scoring)
     records = _read(directory)
     note = None
     recorded = sorted({record.scoring for record in records})
@@ -126,18 +152,108 @@ def report(
         )
         typer.echo(note, err=True)
     try:
-        files = write_report(directory, records, note=note)
+        return records, write_report(directory, records, note=note)
     except MixedProfilesError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    typer.echo(table1(files.aggregate))
-    typer.echo("")
-    typer.echo(table2(files.aggregate))
-    typer.echo(
-        f"\nscoring {profile.name}; wrote {files.summary}, {files.details}, {files.report}, "
-        f"{len(files.figures)} figures"
+
+
+def _comparison_folder(directories: list[Path], explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    if len(directories) == 1:
+        return directories[0]
+    return Path(os.path.commonpath([d.resolve() for d in directories]))
+
+
+def report(
+    directories: DirsArgument,
+    scoring: ScoringOption = "paper",
+    workspace: WorkspaceOption = None,
+    compare_out: CompareOutOption = None,
+    allow_incomparable: AllowIncomparableOption = False,
+) -> None:
+    """Write summary.json, details.json, report.md and figures/ for each DIR; print Tables 1-2.
+
+    Records scored under another profile are rescored in memory for the report (results.jsonl
+    is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
+    several models, or several DIRs) also write comparison.md, comparison.json and
+    comparison.html."""
+    from harness.report.compare import (
+        ComparisonInputError,
+        NotComparableError,
+        result_dirs,
+        write_comparison,
     )
+    from harness.report.tables import table1, table2
+
+    profile = _profile(scoring)
+    try:
+        folders = result_dirs(directories)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    answerers = {}
+    for folder in folders:
+        records, files = _report_one(folder, profile, workspace)
+        answerers[folder] = records
+        if len(folders) == 1:
+            typer.echo(table1(files.aggregate))
+            typer.echo("")
+            typer.echo(table2(files.aggregate))
+        typer.echo(
+            f"\nscoring {profile.name}; wrote {files.summary}, {files.details}, {files.report}, "
+            f"{len(files.figures)} figures"
+        )
+    if len(folders) > 1:
+        out = _comparison_folder(directories, compare_out)
+        try:
+            compared = write_comparison(answerers, out, allow_incomparable=allow_incomparable)
+        except NotComparableError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        except ComparisonInputError as exc:
+            raise _bad_file(exc) from exc
+        typer.echo(f"wrote {compared.markdown} and {compared.data} ({len(folders)} answerers)")
+
+
+def _page(directory: Path) -> Path:
+    """DIR's comparison.html or report.html, written first from results.jsonl if missing."""
+    from harness.report.compare import COMPARISON_HTML
+    from harness.report.html import HTML_FILE
+
+    for name in (COMPARISON_HTML, HTML_FILE):
+        if (directory / name).is_file():
+            return directory / name
+    from harness.records import RESULTS_FILE
+    from harness.report import write_report
+
+    if not (directory / RESULTS_FILE).is_file():
+        raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")
+
+    return write_report(directory, _read(directory)).html
+
+
+def view(
+    directory: DirArgument,
+    port: Annotated[int, typer.Option("--port", min=0, help="Loopback port (0: a free one).")] = 0,
+) -> None:
+    """Serve DIR's report.html (or comparison.html) on 127.0.0.1 until interrupted; the page
+    needs no server (it opens from disk too), this is for convenience."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    page = _page(directory)
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(page.parent))
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
+    with server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
+        typer.echo(f"serving {url} (Ctrl-C stops)")
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()
 
 
 def register(app: typer.Typer) -> None:
     app.command("rescore")(rescore)
     app.command("report")(report)
+    app.command("view")(view)

@@ -277,6 +277,13 @@ def run(
             attribution = (folder / ATTRIBUTION_FILE).read_text()
             typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
         typer.echo(f"\nreport: {files.report}")
+    if len(folders) > 1:
+        from harness.records import read_records
+        from harness.report.compare import write_comparison
+
+        answerers = {f: read_records(f) for f in folders}
+        compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
+        typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
 
 

@@ -102,7 +102,8 @@ def test_write_report_files(run_dir: Path) -> None:
     assert "| C0 | S1-d0 |" in markdown
 
     assert sorted(p.name for p in files.figures) == [
-        "cm_minus_c0.png", "mi_by_state.png", "path_composition.png", "transitions.png",
+        "cm_minus_c0.png", "gc_by_state.png", "mi_by_state.png", "path_composition.png",
+        "transitions.png",
     ]  # fmt: skip
     for figure in files.figures:
         with Image.open(figure) as image:

@@ -1,0 +1,136 @@
+"""report.html in a real headless Chromium (Debian's chromium + chromium-driver, installed by
+.ci/run): loads from disk without console errors, filters change the visible rows, a probe opens
+and shows its raw reply. Screenshots land in the test's tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.records import read_records
+from harness.report import write_report
+from harness.report.compare import result_dirs, write_comparison
+from tests.harness.report_support import UNANSWERABLE_REPLIES, write_result_folder
+
+pytestmark = pytest.mark.slow
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if not (Path(CHROMIUM).exists() and shutil.which(DRIVER)):
+        pytest.fail("needs Debian's chromium and chromium-driver: apt-get install -y chromium "
+                    "chromium-driver (as .ci/run does)")  # fmt: skip
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1400,1000"):  # fmt: skip
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _rows(driver: Any) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, "#probes tbody tr")
+
+
+def _errors(driver: Any) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def test_report_html_filters_and_drill_down(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page = write_report(write_result_folder(tmp_path / "run")).html
+    browser.get(page.as_uri())
+    assert _errors(browser) == []
+    assert len(_rows(browser)) == 12
+    browser.save_screenshot(str(tmp_path / "loaded.png"))
+
+    Select(browser.find_element(By.ID, "filter-outcome")).select_by_value("PF")
+    assert len(_rows(browser)) == 2
+    Select(browser.find_element(By.ID, "filter-condition")).select_by_value("Cm")
+    [row] = _rows(browser)
+    row.click()
+    raw = browser.find_element(By.ID, "raw-reply")
+    assert raw.is_displayed() and raw.text == UNANSWERABLE_REPLIES[2]
+    assert "parse failure" in browser.find_element(By.ID, "detail").text
+    browser.save_screenshot(str(tmp_path / "probe.png"))
+
+    link = browser.find_element(By.CSS_SELECTOR, "#detail a.state-link")  # S1-d0 of the same
+    link.click()
+    assert "S1-d0" in browser.find_element(By.CSS_SELECTOR, "#detail h2").text
+    assert _errors(browser) == []
+
+
+def test_comparison_page_filters_by_model(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    run = tmp_path / "run"
+    write_result_folder(run, "alpha")
+    write_result_folder(run, "beta")
+    answerers = {d: read_records(d) for d in result_dirs([run])}
+    page = write_comparison(answerers, run).html
+    browser.get(page.as_uri())
+    assert len(_rows(browser)) == 24
+    Select(browser.find_element(By.ID, "filter-model")).select_by_value("beta")
+    rows = _rows(browser)
+    assert len(rows) == 12 and all(r.text.startswith("beta") for r in rows)
+    browser.save_screenshot(str(tmp_path / "comparison.png"))
+    assert _errors(browser) == []
+
+
+async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) -> None:
+    """A real scripted run (workspace, index, memory server over HTTP, checkpoints) with two
+    answerers: its comparison page shows the memory server's log lines behind an R_tool probe."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from harness.run import MirageRun, RunConfig
+    from runtime.backbones.scripted import FunctionBackbone
+    from tests.harness.test_run_e2e import oracle, summary
+
+    def abstainer(messages: Any, tools: Any) -> str:
+        return "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"
+
+    config = RunConfig(
+        models=["oracle", "abstainer"], trunk_model="scripted", summarizer_model="summarizer",
+        limit=2, out=tmp_path / "run",
+    )  # fmt: skip
+    backbones = {
+        "oracle": FunctionBackbone(oracle, model="oracle", context_window=8192),
+        "abstainer": FunctionBackbone(abstainer, model="abstainer", context_window=8192),
+        "summarizer": FunctionBackbone(summary, model="summarizer"),
+    }
+    folders = await MirageRun(config, backbones=backbones).execute()
+    files = write_comparison({f: read_records(f) for f in folders}, tmp_path / "run")
+    retention = files.comparison.ranking["C0"]["Ret"]
+    assert [(r.label, r.value) for r in retention] == [("oracle", 100.0), ("abstainer", None)]
+
+    browser.get(files.html.as_uri())
+    Select(browser.find_element(By.ID, "filter-model")).select_by_value("oracle")
+    Select(browser.find_element(By.ID, "filter-condition")).select_by_value("Cm")
+    Select(browser.find_element(By.ID, "filter-answerability")).select_by_value("YES")
+    Select(browser.find_element(By.ID, "filter-state")).select_by_value("S2")
+    [row] = _rows(browser)
+    row.click()
+    detail = browser.find_element(By.ID, "detail").text
+    assert "Retrieval path: R_tool" in detail and "artifact_recall" in detail and '"hits"' in detail
+    browser.save_screenshot(str(tmp_path / "real-run-probe.png"))
+    assert _errors(browser) == []
