@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.agents.openclaw.errors import OpenClawError
 from harness.agents.openclaw.install import OpenClawInstall
 from harness.states import PAPER_WINDOW
 
@@ -69,7 +70,7 @@ OWNED_KEYS: tuple[tuple[str, ...], ...] = (
 """Keys mirage sets to wire OpenClaw to its endpoint, memory server and state folder."""
 
 
-class OpenClawConfigError(ValueError):
+class OpenClawConfigError(OpenClawError, ValueError):
     """The user's OpenClaw config cannot be used; one line naming the file, key and fix."""
 
 
@@ -194,7 +195,9 @@ def load_user_config(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise OpenClawConfigError(f"--openclaw-config {path}: cannot read ({exc.strerror})") from exc
+        raise OpenClawConfigError(
+            f"--openclaw-config {path}: cannot read ({exc.strerror})"
+        ) from exc
     try:
         data = json5.loads(text)
     except ValueError as exc:

@@ -28,6 +28,7 @@ import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict
 
+from harness.agents.openclaw.errors import OpenClawError
 from harness.agents.openclaw.install import OpenClawInstall
 
 log = structlog.get_logger(__name__)
@@ -44,7 +45,7 @@ TURN_TIMEOUT_S = 3600.0
 SESSION_PREFIX = "agent:main:"
 
 
-class GatewayError(RuntimeError):
+class GatewayError(OpenClawError):
     """The gateway did not start, or stopped answering; the message says what to do."""
 
 

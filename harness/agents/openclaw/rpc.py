@@ -13,6 +13,7 @@ start-up per call; a call here costs milliseconds to a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -21,6 +22,8 @@ import structlog
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
+from harness.agents.openclaw.errors import OpenClawError
+
 log = structlog.get_logger(__name__)
 
 PROTOCOL = 4
@@ -28,7 +31,7 @@ SCOPES = ("operator.admin", "operator.read", "operator.write")
 CALL_TIMEOUT_S = 120.0
 
 
-class RpcError(RuntimeError):
+class RpcError(OpenClawError):
     """The gateway answered a request with an error, or could not be reached."""
 
     def __init__(self, method: str, detail: str, *, unreachable: bool = False) -> None:
@@ -107,10 +110,8 @@ class GatewayRpc:
     async def _drop(self) -> None:
         socket, self._socket = self._socket, None
         if socket is not None:
-            try:
+            with contextlib.suppress(OSError, WebSocketException):
                 await socket.close()
-            except (OSError, WebSocketException):
-                pass
 
     async def aclose(self) -> None:
         async with self._lock:
