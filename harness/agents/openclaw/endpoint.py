@@ -49,6 +49,10 @@ class ScriptedTrunk(Backbone):
     ) -> PromptCount:
         return self.counter.count_prompt_tokens(messages, tools)
 
+    def with_output_budget(self, max_output_tokens: int) -> Backbone:
+        """Itself: a scripted reply has no budget, and the driver reads this object's EIT."""
+        return self
+
 
 class InFlight:
     """How many real-model calls are running (shared by every budgeted copy of a backbone)."""

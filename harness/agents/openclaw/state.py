@@ -95,8 +95,18 @@ def history_digest(request_messages: list[dict[str, Any]] | None) -> str | None:
     if not request_messages:
         return None
     history = [m for m in request_messages[:-1] if m.get("role") != "system"]
-    text = RUNTIME_LINE.sub("Runtime: <fork>", json.dumps(history, sort_keys=True))
+    text = json.dumps(_without_runtime_line(history), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _without_runtime_line(value: Any) -> Any:
+    if isinstance(value, str):
+        return RUNTIME_LINE.sub("Runtime: <fork>", value)
+    if isinstance(value, list):
+        return [_without_runtime_line(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _without_runtime_line(item) for key, item in value.items()}
+    return value
 
 
 class OpenClawCheckpoint(BaseModel):

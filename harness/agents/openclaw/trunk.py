@@ -137,6 +137,23 @@ class OpenClawTrunk:
         )
         return Checkpoint(directory=directory, manifest=manifest)
 
+    def _check_depths_reachable(self) -> None:
+        """Depth states are taken before the first compaction; once OpenClaw has compacted, a
+        depth not yet reached never will be (its fixed prompt may fill a small window)."""
+        if self.compactions == 0:
+            return
+        missed = [
+            s.name
+            for s in self.profile.states
+            if s.kind == "depth" and s.name not in self.checkpoints
+        ]
+        if missed:
+            raise TrunkError(
+                f"OpenClaw compacted at EIT {self.eit} (turn {self.position}) before the trunk "
+                f"reached state(s) {', '.join(missed)} on a {self.profile.window}-token window "
+                "(its own prompt is ~5k tokens); use a larger --window"
+            )
+
     async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
         for planted in self.pack.planting_turns():
             await self._turn(planted_text(planted), planted.assistant)
@@ -148,6 +165,7 @@ class OpenClawTrunk:
                 break
             await self._turn(filler.text, None)
             await self._capture_due({"depth", "compaction"})
+            self._check_depths_reachable()
             if on_turn:
                 on_turn(self.position, self.eit)
         missing = [s.name for s in self.profile.states if s.name not in self.checkpoints]
