@@ -300,20 +300,24 @@ class MirageRun:
     def _trunk_window(self) -> int:
         if self.config.window is not None:
             return self.config.window
-        if self.config.agent == OPENCLAW_AGENT:  # OpenClaw's window is its answering model's
+        if self.config.agent == OPENCLAW_AGENT:
+            from harness.agents.openclaw.run import openclaw_window
+
             model = self.config.models[0]
-            return int(self.backbone(model, self.config.probe_output_tokens(model)).context_window)
+            backbone = self.backbone(model, self.config.probe_output_tokens(model))
+            return openclaw_window(int(backbone.context_window))
         if self.config.trunk_model == "scripted":
             return SCRIPTED_TRUNK_WINDOW
         backbone = self.backbone(self.config.trunk_model, self.config.trunk_output_tokens)
         return int(backbone.context_window)
 
-    def backbone(self, model: str, max_output_tokens: int) -> Any:
+    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
+        """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
         from runtime.backbones import make_backbone
 
         if model in self.backbones:
             return self.backbones[model]
-        options: dict[str, Any] = {"max_output_tokens": max_output_tokens}
+        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
         if self.config.api_base and not model.startswith("local/"):
             options["api_base"] = self.config.api_base
         return make_backbone(model, **options)
@@ -502,6 +506,17 @@ class MirageRun:
             agent.memory_url = memory.tagged_url
             await self.probe_states(agent, model_dir, checkpoints, memory)
         return model_dir
+
+    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
+        """How many probes of ``checkpoints`` have no record in ``model_dir`` yet."""
+        from harness.probes import plan_probes
+        from harness.records import RESULTS_FILE, read_records
+
+        results = model_dir / RESULTS_FILE
+        done = {r.key for r in read_records(results)} if results.is_file() else set()
+        questions = self.questions()
+        tasks = plan_probes(checkpoints, questions, self.config.conditions, self.config.repeats)
+        return sum(task.key not in done for task in tasks)
 
     async def probe_states(
         self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], memory: Any

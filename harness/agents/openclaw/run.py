@@ -45,6 +45,32 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 
+MIN_WINDOW = 16_384
+"""OpenClaw's own prompt (system prompt and tool schemas) is ~5k tokens and it compacts at
+W − W/4; below this window the depth states would come after its first compaction."""
+
+
+def openclaw_window(model_window: int) -> int:
+    """The window OpenClaw is configured with: the answering model's, at least ``MIN_WINDOW``
+    (a local model is then loaded with that many positions; see docs/openclaw.md)."""
+    return max(model_window, MIN_WINDOW)
+
+
+def answering_backbone(run: MirageRun, model: str, budget: int) -> Any:
+    """The answering model with room for OpenClaw's window; a hosted model with less is an
+    error, a local one is loaded with the larger context."""
+    window = run.profile.window
+    backbone = run.backbone(model, budget)
+    if backbone.context_window >= window:
+        return backbone
+    if model.startswith("local/"):
+        return run.backbone(model, budget, context_window=window)
+    raise OpenClawError(
+        f"the answering model {model} has a {backbone.context_window}-token window; OpenClaw "
+        f"needs {window} (its own prompt is ~5k tokens): choose another --model"
+    )
+
+
 def require_install(version: str = DEFAULT_OPENCLAW_VERSION) -> OpenClawInstall:
     install = find_install(version)
     if install is None:
@@ -105,7 +131,7 @@ async def run_openclaw(run: MirageRun, index: Any) -> Path:
     user = load_user_config(config.openclaw_config) if config.openclaw_config else None
     answer_model = config.models[0]
     budget = config.probe_output_tokens(answer_model)
-    answer = run.backbone(answer_model, budget)
+    answer = answering_backbone(run, answer_model, budget)
     trunk = openclaw_trunk(run, install, user)
     family_dir = run.out / "checkpoints" / trunk.family_id()
     (model_dir,) = run.result_dirs()
@@ -122,6 +148,9 @@ async def run_openclaw(run: MirageRun, index: Any) -> Path:
         checkpoints = load_openclaw_family(family_dir, states)
         if checkpoints is None:
             discard_unfinished_family(family_dir)
+        elif run.pending_probes(model_dir, checkpoints) == 0:
+            log.info("openclaw.nothing_to_do", family=family_dir.name)
+            return model_dir  # every probe is recorded: no gateway start
         claw = OpenClawHarness(
             install,
             family_dir / "openclaw",

@@ -160,6 +160,7 @@ class OpenClawTrunk:
             if on_turn:
                 on_turn(self.position, self.eit)
         await self._capture_due({"plant_end"})
+        self._check_depths_reachable()
         for filler in self.pack.filler_turns(self.trunk.seed, n_turns=MAX_FILLER_TURNS):
             if len(self.checkpoints) == len(self.profile.states):
                 break
