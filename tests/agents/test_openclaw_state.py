@@ -152,13 +152,25 @@ async def test_the_endpoint_routes_by_model_name_and_logs_without_prompts(tmp_pa
             "housekeeping": "real answer",
         }
         assert endpoint.trunk.last_eit is not None and endpoint.trunk.last_eit > 0
+        observed = endpoint.trunk.last_eit
+        async with httpx.AsyncClient(timeout=30) as client:
+            summary = {
+                "model": "trunk",  # OpenClaw sends a turn's compaction summary here
+                "messages": [
+                    {"role": "system", "content": "You are a context summarization assistant."},
+                    {"role": "user", "content": "<conversation>…</conversation>"},
+                ],
+            }
+            response = await client.post(f"{base}/chat/completions", json=summary)
+        assert response.json()["choices"][0]["message"]["content"] == "real answer"
+        assert endpoint.trunk.last_eit == observed  # a summary is not a trunk turn
         assert endpoint.in_flight.idle
         kept = endpoint.requests.since(mark, "answer")
         assert kept and kept[0].request_messages  # content in memory for the driver
     finally:
         endpoint.stop()
     logged = read_request_log(tmp_path / "requests.jsonl")
-    assert [r.model for r in logged] == ["trunk", "answer", "housekeeping"]
+    assert [r.model for r in logged] == ["trunk", "answer", "housekeeping", "trunk"]
     assert "secret text" not in (tmp_path / "requests.jsonl").read_text()
     assert SCRIPTED_ACKNOWLEDGEMENT  # the filler turns' reply
 

@@ -19,16 +19,31 @@ from pathlib import Path
 from harness.agents.openclaw.config import ANSWER_MODEL, HOUSEKEEPING_MODEL, TRUNK_MODEL
 from harness.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones.base import Backbone, Completion, PromptCount
-from runtime.messages import Message, ToolSpec
+from runtime.messages import Message, SystemMessage, ToolSpec
 from runtime.serve import BackgroundServer, ModelTable, RequestLog, RequestRecord, create_app
 from runtime.tokens import estimate_usage
 
+SUMMARY_SYSTEM_PROMPT = "You are a context summarization assistant."
+
+
+def is_summary_request(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bool:
+    """OpenClaw's compaction summary call: its summarizer system prompt and no tools."""
+    first = messages[0] if messages else None
+    return (
+        not tools
+        and isinstance(first, SystemMessage)
+        and first.content.startswith(SUMMARY_SYSTEM_PROMPT)
+    )
+
 
 class ScriptedTrunk(Backbone):
-    """Model id ``trunk``: the current turn's scripted reply, to every request of that turn."""
+    """Model id ``trunk``: the current turn's scripted reply, to every request of that turn.
+    OpenClaw 2026.9.6 sends the summary of a compaction that a trunk turn needed to the
+    session's model rather than ``compaction.model``; those calls go to ``housekeeping``."""
 
-    def __init__(self, counter: Backbone) -> None:
+    def __init__(self, counter: Backbone, housekeeping: Backbone) -> None:
         self.counter = counter
+        self.housekeeping = housekeeping
         self.model = f"scripted-trunk({counter.model})"
         self.context_window = counter.context_window
         self.tool_mode = counter.tool_mode
@@ -37,6 +52,8 @@ class ScriptedTrunk(Backbone):
         self.last_eit: int | None = None
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        if is_summary_request(messages, tools):
+            return await self.housekeeping.complete(messages, tools)
         counted = self.counter.count_prompt_tokens(messages, tools)
         usage = estimate_usage(messages, tools, self.reply).model_copy(
             update={"input_tokens": counted.tokens, "source": counted.source}
@@ -129,16 +146,17 @@ class ModelEndpoint:
     """The endpoint OpenClaw's provider ``mirage`` points at, on a free loopback port."""
 
     def __init__(self, answer: Backbone, housekeeping_budget: int, request_log: Path) -> None:
-        self.trunk = ScriptedTrunk(answer)
         self.in_flight = InFlight()
+        housekeeping = WatchedBackbone(
+            answer.with_output_budget(housekeeping_budget), self.in_flight
+        )
+        self.trunk = ScriptedTrunk(answer, housekeeping)
         self.requests = ObservedRequests(request_log)
         table = ModelTable(
             {
                 TRUNK_MODEL: self.trunk,
                 ANSWER_MODEL: WatchedBackbone(answer, self.in_flight),
-                HOUSEKEEPING_MODEL: WatchedBackbone(
-                    answer.with_output_budget(housekeeping_budget), self.in_flight
-                ),
+                HOUSEKEEPING_MODEL: housekeeping,
             }
         )
         app = create_app(table, request_log=self.requests)
