@@ -148,3 +148,20 @@ async def test_a_compaction_before_the_depths_stops_the_trunk_at_once(tmp_path: 
 def test_openclaw_gets_at_least_a_16k_window() -> None:
     assert openclaw_window(8_192) == 16_384
     assert openclaw_window(128_000) == 128_000
+
+
+def test_the_answering_model_gets_openclaws_window(tmp_path: Path) -> None:
+    from harness.agents.openclaw.run import answering_backbone
+    from harness.run import MirageRun, RunConfig
+    from runtime.backbones import FunctionBackbone
+
+    local = MirageRun(RunConfig(agent="openclaw", out=tmp_path / "a"))
+    assert local.profile.window == 16_384  # SmolLM2's own 8k is too small for OpenClaw
+    backbone = answering_backbone(local, "local/smollm2-135m", 64)
+    assert backbone.context_window == 16_384
+
+    small = FunctionBackbone(lambda messages: "x", model="hosted/small", context_window=4_096)
+    config = RunConfig(agent="openclaw", models=["hosted/small"], out=tmp_path / "b")
+    hosted = MirageRun(config, backbones={"hosted/small": small})
+    with pytest.raises(OpenClawError, match="has a 4096-token window"):
+        answering_backbone(hosted, "hosted/small", 64)
