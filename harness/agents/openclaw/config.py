@@ -150,6 +150,7 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                 "skipBootstrap": True,
                 "skills": [],
                 "heartbeat": {"every": "0m"},
+                "timeoutSeconds": settings.timeout_s,  # default 600 s: too short on a busy CPU
                 "model": {"primary": f"{PROVIDER}/{TRUNK_MODEL}"},
                 "compaction": {
                     "mode": "default",
