@@ -41,7 +41,6 @@ MCP_SERVER = "mirage"
 TRUNK_MODEL = "trunk"
 ANSWER_MODEL = "answer"
 HOUSEKEEPING_MODEL = "housekeeping"
-MODEL_IDS = (TRUNK_MODEL, ANSWER_MODEL, HOUSEKEEPING_MODEL)
 MEMORY_TOOLS = ("memory_search", "memory_get")
 MCP_TOOLS = ("artifact_recall", "artifact_get")
 FILE_TOOLS = ("read", "write", "edit")

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +266,3 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def merged_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    return {**base, **extra}

@@ -98,8 +98,9 @@ class OpenClawHarness:
             await asyncio.to_thread(validate_config, self.install, env, self.user_config_path)
             await self.gateway.start()
         except BaseException:
-            self.endpoint.stop()
+            await self.chat.aclose()
             self.gateway.stop()
+            self.endpoint.stop()
             raise
         return self
 
