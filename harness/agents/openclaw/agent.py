@@ -22,6 +22,7 @@ import structlog
 
 from harness.agents.base import ProbeReply
 from harness.agents.openclaw.config import ANSWER_MODEL, MCP_SERVER
+from harness.agents.openclaw.errors import OpenClawError
 from harness.agents.openclaw.gateway import TurnError
 from harness.agents.openclaw.harness import OpenClawHarness
 from harness.agents.openclaw.state import (
@@ -108,8 +109,6 @@ class OpenClawAgent:
             self._states[checkpoint.directory] = state
         copied = copy_memory(checkpoint.directory / MEMORY_COPY, self.claw.paths.workspace)
         if copied != state.memory_sha256:
-            from harness.agents.openclaw.errors import OpenClawError
-
             raise OpenClawError(
                 f"{checkpoint.directory / MEMORY_COPY}: OpenClaw's memory files differ from the "
                 f"checkpoint's hash; delete {checkpoint.directory.parent} to rebuild the trunk"
