@@ -44,7 +44,7 @@ def answer(messages: Sequence[Message]) -> str:
     return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
 
 
-def run_once(out: Path) -> list[Path]:
+def run_once(out: Path) -> tuple[list[Path], FunctionBackbone]:
     config = RunConfig(
         agent="openclaw",
         models=[ANSWER_MODEL],
@@ -54,14 +54,27 @@ def run_once(out: Path) -> list[Path]:
         out=out,
     )
     backbone = FunctionBackbone(answer, model=ANSWER_MODEL, context_window=WINDOW)
-    return asyncio.run(MirageRun(config, backbones={ANSWER_MODEL: backbone}).execute())
+    folders = asyncio.run(MirageRun(config, backbones={ANSWER_MODEL: backbone}).execute())
+    return folders, backbone
+
+
+def housekeeping_calls(backbone: FunctionBackbone) -> set[str]:
+    """Which of OpenClaw's maintenance calls reached the answering model."""
+    kinds = set()
+    for call in backbone.calls:
+        first, last = call.messages[0], call.messages[-1]
+        if isinstance(first, SystemMessage) and "summarization assistant" in first.content:
+            kinds.add("summary")
+        if isinstance(last, UserMessage) and "Pre-compaction memory flush" in last.plain_text:
+            kinds.add("flush")
+    return kinds
 
 
 def test_openclaw_run_end_to_end_and_resume(tmp_path: Path) -> None:
     if find_install(DEFAULT_OPENCLAW_VERSION) is None:
         pytest.fail("OpenClaw is not installed: run `mirage agents install openclaw` first")
     out = tmp_path / "run"
-    (folder,) = run_once(out)
+    (folder,), model = run_once(out)
     records = read_records(folder)
     assert len(records) == 2 * 4  # one answerable/unanswerable pair, C0, four states
     assert {r.state for r in records} == {"S1-d0", "S1-d50k", "S1-d80k", "S2"}
@@ -74,7 +87,8 @@ def test_openclaw_run_end_to_end_and_resume(tmp_path: Path) -> None:
     s2 = json.loads((family.parent / "S2" / "manifest.json").read_text())
     assert s2["compaction_count"] >= 1
     assert (folder / "report.md").is_file()
+    assert housekeeping_calls(model) == {"summary", "flush"}  # never the scripted trunk
 
-    (again,) = run_once(out)
+    (again,), _ = run_once(out)
     assert again == folder
     assert len(read_records(folder)) == len(records)
