@@ -53,7 +53,12 @@ RESULTS_FILE = "results.jsonl"
 # ``prompt_template`` recorded with every record.
 SCHEMA_VERSION = 2
 STORED = "stored"  # validation context flag: the data comes from a results file
-RETRIEVAL_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get"})
+RETRIEVAL_TOOLS: frozenset[str] = frozenset(
+    {"artifact_recall", "artifact_get", "memory_search", "memory_get"}
+)
+"""The memory server's retrieval tools, and OpenClaw's own memory tools (the paper counts its
+memory_search / memory_get of memory paths as tool retrieval; the OpenClaw adapter records only
+reads of memory paths under these names)."""
 RetrievalPath = Literal["R_context", "R_tool"]
 
 
@@ -153,7 +158,7 @@ class ProbeRecord(BaseModel):
 
 
 def retrieval_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
-    """R_tool when an artifact_recall/artifact_get call was executed in the probe turn."""
+    """R_tool when a retrieval call (``RETRIEVAL_TOOLS``) was executed in the probe turn."""
     executed = any(c.executed and c.name in RETRIEVAL_TOOLS for c in tool_calls)
     return "R_tool" if executed else "R_context"
 

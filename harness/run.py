@@ -38,6 +38,7 @@ from harness.scoring import Gold, ScoringProfile, get_profile
 log = structlog.get_logger(__name__)
 
 DEFAULT_MODEL = "local/smollm2-135m"
+OPENCLAW_AGENT = "openclaw"
 SCRIPTED_TRUNK_WINDOW = 8192
 
 
@@ -109,6 +110,11 @@ class RunConfig(BaseModel):
         "default a free loopback port (agents then need the per-probe URL)",
     )
     memory_token: str | None = Field(default=None, exclude=True)
+    openclaw_config: Path | None = Field(
+        default=None,
+        description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
+        "the generated config",
+    )
 
     @field_validator("summary_format")
     @classmethod
@@ -123,9 +129,21 @@ class RunConfig(BaseModel):
             agent_spec(self.agent)
         elif self.memory_url or self.agent_model:
             raise ValueError("--memory-url and --agent-model apply only with --agent")
+        if self.agent == OPENCLAW_AGENT:
+            self._openclaw_options()
+        elif self.openclaw_config is not None:
+            raise ValueError("--openclaw-config applies only with --agent openclaw")
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
         return self
+
+    def _openclaw_options(self) -> None:
+        from harness.agents.openclaw.config import load_user_config
+
+        if self.concurrency != 1:
+            raise ValueError("--agent openclaw runs one probe at a time: use --concurrency 1")
+        if self.openclaw_config is not None:
+            load_user_config(self.openclaw_config)  # a bad file fails now, before any work
 
     @property
     def trunk_output_tokens(self) -> int:
@@ -172,7 +190,9 @@ def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
 
 
 def agent_spec(value: str) -> tuple[str, str]:
-    """``openai:URL`` or ``cmd:COMMAND`` split into kind and target, validated."""
+    """``openai:URL``, ``cmd:COMMAND`` or ``openclaw`` split into kind and target, validated."""
+    if value == OPENCLAW_AGENT:
+        return OPENCLAW_AGENT, ""
     kind, _, target = value.partition(":")
     if kind == "openai" and target.startswith(("http://", "https://")):
         return kind, target
@@ -181,7 +201,9 @@ def agent_spec(value: str) -> tuple[str, str]:
 
         parse_command(target)  # the executable must exist now, not after the trunk is built
         return kind, target
-    raise ValueError(f"--agent must be openai:http://HOST:PORT/v1 or cmd:PATH, got {value!r}")
+    raise ValueError(
+        f"--agent must be openai:http://HOST:PORT/v1, cmd:PATH or openclaw, got {value!r}"
+    )
 
 
 def memory_binding(url: str, token: str | None) -> tuple[str, int]:
@@ -278,17 +300,24 @@ class MirageRun:
     def _trunk_window(self) -> int:
         if self.config.window is not None:
             return self.config.window
+        if self.config.agent == OPENCLAW_AGENT:
+            from harness.agents.openclaw.run import openclaw_window
+
+            model = self.config.models[0]
+            backbone = self.backbone(model, self.config.probe_output_tokens(model))
+            return openclaw_window(int(backbone.context_window))
         if self.config.trunk_model == "scripted":
             return SCRIPTED_TRUNK_WINDOW
-        backbone = self._backbone(self.config.trunk_model, self.config.trunk_output_tokens)
+        backbone = self.backbone(self.config.trunk_model, self.config.trunk_output_tokens)
         return int(backbone.context_window)
 
-    def _backbone(self, model: str, max_output_tokens: int) -> Any:
+    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
+        """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
         from runtime.backbones import make_backbone
 
         if model in self.backbones:
             return self.backbones[model]
-        options: dict[str, Any] = {"max_output_tokens": max_output_tokens}
+        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
         if self.config.api_base and not model.startswith("local/"):
             options["api_base"] = self.config.api_base
         return make_backbone(model, **options)
@@ -343,11 +372,11 @@ class MirageRun:
         workspace = Workspace.open(self.workspace)
         trunk_backbone = None
         if self.config.trunk_model != "scripted":
-            trunk_backbone = self._backbone(self.config.trunk_model, trunk.max_output_tokens)
+            trunk_backbone = self.backbone(self.config.trunk_model, trunk.max_output_tokens)
         summarizer = (
             trunk_backbone
             if self.config.summarizer == self.config.trunk_model
-            else self._backbone(self.config.summarizer, 512)
+            else self.backbone(self.config.summarizer, 512)
         )
         with memory_endpoint(self.workspace, index, self.out / "trunk-calls.jsonl") as memory:
             async with AsyncExitStack() as stack:
@@ -360,7 +389,7 @@ class MirageRun:
                 runner = TrunkRunner(
                     self.pack, trunk, self.profile, agent, family_dir, workspace.snapshot
                 )
-                checkpoints = await runner.run(self._trunk_progress())
+                checkpoints = await runner.run(self.trunk_progress())
         mark_family_complete(
             family_dir,
             trunk,
@@ -371,7 +400,7 @@ class MirageRun:
         )
         return checkpoints
 
-    def _trunk_progress(self) -> Callable[[int, int], None] | None:
+    def trunk_progress(self) -> Callable[[int, int], None] | None:
         progress = self.progress
         if progress is None:
             return None
@@ -401,6 +430,8 @@ class MirageRun:
 
     def result_dirs(self) -> list[Path]:
         """The per-answerer result folders this run writes."""
+        if self.config.agent == OPENCLAW_AGENT:
+            return [self.out / f"openclaw-{model_slug(self.config.models[0])}"]
         if self.config.agent is not None:
             return [self.out / model_slug(self.config.agent_model or self.config.agent)]
         return [self.out / model_slug(model) for model in self.config.models]
@@ -423,7 +454,7 @@ class MirageRun:
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
 
-        backbone = self._backbone(model, self.config.probe_output_tokens(model))
+        backbone = self.backbone(model, self.config.probe_output_tokens(model))
         agent = BuiltinAgent(
             backbone,
             memory_url=None,
@@ -465,6 +496,32 @@ class MirageRun:
         self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
     ) -> Path:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
+        with memory_endpoint(
+            self.workspace,
+            index,
+            model_dir / "calls.jsonl",
+            url=self.config.memory_url,
+            token=self.config.memory_token,
+        ) as memory:
+            agent.memory_url = memory.tagged_url
+            await self.probe_states(agent, model_dir, checkpoints, memory)
+        return model_dir
+
+    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
+        """How many probes of ``checkpoints`` have no record in ``model_dir`` yet."""
+        from harness.probes import plan_probes
+        from harness.records import RESULTS_FILE, read_records
+
+        results = model_dir / RESULTS_FILE
+        done = {r.key for r in read_records(results)} if results.is_file() else set()
+        questions = self.questions()
+        tasks = plan_probes(checkpoints, questions, self.config.conditions, self.config.repeats)
+        return sum(task.key not in done for task in tasks)
+
+    async def probe_states(
+        self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], memory: Any
+    ) -> None:
+        """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
         from harness.probes import plan_probes, run_probes
         from harness.records import ResultsLog
         from harness.rundir import write_workspace_link
@@ -473,17 +530,7 @@ class MirageRun:
         resolver = self.resolver()
         model_dir.mkdir(parents=True, exist_ok=True)
         write_workspace_link(model_dir, self.workspace)
-        with (
-            ResultsLog(model_dir / "results.jsonl") as results,
-            memory_endpoint(
-                self.workspace,
-                index,
-                model_dir / "calls.jsonl",
-                url=self.config.memory_url,
-                token=self.config.memory_token,
-            ) as memory,
-        ):
-            agent.memory_url = memory.tagged_url
+        with ResultsLog(model_dir / "results.jsonl") as results:
             for state, checkpoint in checkpoints.items():
                 tasks = list(
                     plan_probes(
@@ -502,7 +549,6 @@ class MirageRun:
                     concurrency=self.config.concurrency,
                     on_done=self._probe_progress(agent.name, state, len(tasks)),
                 )
-        return model_dir
 
     def _probe_progress(self, model: str, state: str, total: int) -> Callable[[Any], None] | None:
         progress = self.progress
@@ -524,11 +570,16 @@ class MirageRun:
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()
         try:
-            checkpoints = await self.checkpoints(index)
             folders = []
-            if self.config.agent is not None:
+            if self.config.agent == OPENCLAW_AGENT:
+                from harness.agents.openclaw.run import run_openclaw
+
+                folders.append(await run_openclaw(self, index))
+            elif self.config.agent is not None:
+                checkpoints = await self.checkpoints(index)
                 folders.append(await self.probe_external(checkpoints, index))
             else:
+                checkpoints = await self.checkpoints(index)
                 for model in self.config.models:
                     folders.append(await self.probe_model(model, checkpoints, index))
             for folder in folders:

@@ -205,8 +205,9 @@ def run(
         str | None,
         typer.Option(
             help="Evaluate an agent we did not write instead of --model: "
-            "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint) or cmd:PATH (one JSON "
-            "request on stdin, one JSON reply on stdout; docs/own_agent.md)",
+            "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint), cmd:PATH (one JSON "
+            "request on stdin, one JSON reply on stdout; docs/own_agent.md) or openclaw (the "
+            "installed OpenClaw, answering with the first --model; docs/openclaw.md)",
         ),
     ] = None,
     agent_model: Annotated[
@@ -231,6 +232,13 @@ def run(
         typer.Option(
             help="Bearer token the memory server requires (needed off loopback)",
             envvar="MIRAGE_MEMORY_TOKEN",
+        ),
+    ] = None,
+    openclaw_config: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), "
+            "merged over the generated config and checked by `openclaw config validate`",
         ),
     ] = None,
 ) -> None:
@@ -263,6 +271,7 @@ def run(
         agent_timeout_s=agent_timeout,
         memory_url=memory_url,
         memory_token=memory_token,
+        openclaw_config=openclaw_config,
     )
     started = time.perf_counter()
     with _progress_display() as progress:
@@ -316,6 +325,7 @@ def _config(**fields: Any) -> RunConfig:
 
 
 def _execute(config: RunConfig, progress: Any) -> list[Path]:
+    from harness.agents.openclaw.errors import OpenClawError
     from harness.attribution import AttributionError
     from harness.run import MirageRun, ResumeError, RunInputError
     from runtime.backbones.base import ProviderError
@@ -325,6 +335,9 @@ def _execute(config: RunConfig, progress: Any) -> list[Path]:
     except (AttributionError, ResumeError, RunInputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
+    except OpenClawError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
     except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
         typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
         raise typer.Exit(code=1) from exc
