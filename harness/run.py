@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -34,6 +34,10 @@ from harness.checkpoints import (
 from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.rundir import RUN_CONFIG
 from harness.scoring import Gold, ScoringProfile, get_profile
+
+if TYPE_CHECKING:
+    from harness.agents.base import AgentUnderTest
+    from harness.attribution import AttributedAgent
 
 log = structlog.get_logger(__name__)
 
@@ -220,9 +224,7 @@ class MemoryEndpoint:
         self.service = service
 
     def pin(self, version: str | None) -> None:
-        if version is not None:
-            self.service.workspace.version(version)  # raises for an unknown version
-        self.service.version = version
+        self.service.pin(version)
 
     def tagged_url(self, tag: str) -> str:
         return str(self.http.tagged_url(tag))
@@ -432,7 +434,7 @@ class MirageRun:
         )
         return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
 
-    def external_agent(self, call_log: Path) -> Any:
+    def external_agent(self, call_log: Path) -> AttributedAgent:
         """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
         from harness.agents.command import CommandAgent, parse_command
         from harness.agents.openai_endpoint import OpenAIEndpointAgent
@@ -440,7 +442,7 @@ class MirageRun:
 
         assert self.config.agent is not None
         kind, target = agent_spec(self.config.agent)
-        inner: Any
+        inner: AgentUnderTest
         if kind == "openai":
             inner = OpenAIEndpointAgent(
                 target,
@@ -462,7 +464,7 @@ class MirageRun:
             await agent.aclose()
 
     async def probe_agent(
-        self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
+        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
     ) -> Path:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
         from harness.probes import plan_probes, run_probes
@@ -483,7 +485,7 @@ class MirageRun:
                 token=self.config.memory_token,
             ) as memory,
         ):
-            agent.memory_url = memory.tagged_url
+            agent.bind_memory(memory.tagged_url)
             for state, checkpoint in checkpoints.items():
                 tasks = list(
                     plan_probes(

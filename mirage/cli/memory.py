@@ -299,15 +299,13 @@ def serve_command(
 
     import structlog
 
-    from memory_server.server import service_of
-
     if log_file is not None:
         _stderr_to_file(log_file)
     structlog.get_logger(__name__).info(
         "memory.serving", workspace=str(workspace), transport=http or "stdio", version=version
     )
     # Warm up while already serving: a client's initialize must not wait for the model.
-    threading.Thread(target=service_of(server).warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=server.service.warm_up, name="warm-up", daemon=True).start()
     if host is not None or sys.stdin.isatty():
         typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
     if host is None or port is None:
