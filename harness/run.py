@@ -24,6 +24,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.checkpoints import (
+    SCRIPTED_TRUNK_MODEL,
     Checkpoint,
     CheckpointError,
     TrunkConfig,
@@ -34,15 +35,17 @@ from harness.checkpoints import (
 from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.rundir import RUN_CONFIG
 from harness.scoring import Gold, ScoringProfile, get_profile
+from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 if TYPE_CHECKING:
     from harness.agents.base import AgentUnderTest
     from harness.attribution import AttributedAgent
+    from harness.report import ReportFiles
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_MODEL = "local/smollm2-135m"
 SCRIPTED_TRUNK_WINDOW = 8192
+DEFAULT_LIMIT = 12
 
 
 class RunInputError(RuntimeError):
@@ -78,7 +81,12 @@ class RunConfig(BaseModel):
     )
     conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
     repeats: int = Field(default=1, ge=1)
-    limit: int | None = Field(default=None, ge=2)
+    limit: int | None = Field(
+        default=DEFAULT_LIMIT,
+        ge=2,
+        description="Questions to use, as whole answerable/unanswerable pairs spread over the "
+        "evidence objects; None uses every question.",
+    )
     summary_format: str = "verbatim"
     memory_flush: bool = True
     seed: int = 0
@@ -133,17 +141,19 @@ class RunConfig(BaseModel):
 
     @property
     def trunk_output_tokens(self) -> int:
-        local = self.trunk_model.startswith("local/") or self.trunk_model == "scripted"
+        local = (
+            self.trunk_model.startswith(LOCAL_PREFIX) or self.trunk_model == SCRIPTED_TRUNK_MODEL
+        )
         return self.trunk_max_output_tokens or (96 if local else 512)
 
     def probe_output_tokens(self, model: str) -> int:
-        return self.probe_max_output_tokens or (64 if model.startswith("local/") else 2048)
+        return self.probe_max_output_tokens or (64 if model.startswith(LOCAL_PREFIX) else 2048)
 
     @property
     def summarizer(self) -> str:
         if self.summarizer_model:
             return self.summarizer_model
-        return DEFAULT_MODEL if self.trunk_model == "scripted" else self.trunk_model
+        return DEFAULT_MODEL if self.trunk_model == SCRIPTED_TRUNK_MODEL else self.trunk_model
 
 
 class ResumeError(ValueError):
@@ -276,11 +286,12 @@ class MirageRun:
         self.window = self._trunk_window()
         self.profile = resolve_profile(config.profile, self.window)
         self.workspace = self.out / "workspace"
+        self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
 
     def _trunk_window(self) -> int:
         if self.config.window is not None:
             return self.config.window
-        if self.config.trunk_model == "scripted":
+        if self.config.trunk_model == SCRIPTED_TRUNK_MODEL:
             return SCRIPTED_TRUNK_WINDOW
         backbone = self._backbone(self.config.trunk_model, self.config.trunk_output_tokens)
         return int(backbone.context_window)
@@ -291,7 +302,7 @@ class MirageRun:
         if model in self.backbones:
             return self.backbones[model]
         options: dict[str, Any] = {"max_output_tokens": max_output_tokens}
-        if self.config.api_base and not model.startswith("local/"):
+        if self.config.api_base and not model.startswith(LOCAL_PREFIX):
             options["api_base"] = self.config.api_base
         return make_backbone(model, **options)
 
@@ -344,7 +355,7 @@ class MirageRun:
 
         workspace = Workspace.open(self.workspace)
         trunk_backbone = None
-        if self.config.trunk_model != "scripted":
+        if self.config.trunk_model != SCRIPTED_TRUNK_MODEL:
             trunk_backbone = self._backbone(self.config.trunk_model, trunk.max_output_tokens)
         summarizer = (
             trunk_backbone
@@ -514,7 +525,8 @@ class MirageRun:
         return lambda _record: progress.advance(task)
 
     async def execute(self) -> list[Path]:
-        """Every stage; returns the per-model result folders (each with its report)."""
+        """Every stage; returns the per-model result folders, each with its report (its files
+        and aggregate in ``self.reports``)."""
         with bad_files_reported():
             return await self._stages()
 
@@ -538,7 +550,7 @@ class MirageRun:
                     from harness.attribution import write_attribution_summary
 
                     write_attribution_summary(folder)  # before the report, which may cite it
-                write_report(folder)
+                self.reports.append(write_report(folder))
             return folders
         finally:
             index.close()

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from runtime.backbones import DEFAULT_MODEL
+
 if TYPE_CHECKING:
     from runtime.session import AgentConfig
 
@@ -39,7 +41,7 @@ def chat(
     from runtime.session import AgentConfig
 
     config = AgentConfig(
-        model=model or "local/smollm2-135m",
+        model=model or DEFAULT_MODEL,
         context_window=context_window,
         max_output_tokens=max_output_tokens,
     )

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from runtime.backbones import DEFAULT_MODEL
 from runtime.messages import ToolSpec
 from runtime.parsers import FAMILIES, ParseResult, parse_reply
 
@@ -87,7 +88,7 @@ def parse_command(
     if family is None:
         from runtime.profiles import resolve_profile
 
-        family = resolve_profile(model or "local/smollm2-135m").parser
+        family = resolve_profile(model or DEFAULT_MODEL).parser
     if family not in FAMILIES:
         raise typer.BadParameter(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
     offered = load_tools(tools) if tools is not None else list(default_tools())

@@ -11,12 +11,14 @@ from typing import Annotated
 
 import typer
 
+from runtime.backbones import DEFAULT_MODEL
+
 
 def serve_model(
     model: Annotated[
         str,
-        typer.Option(help="Backbone: local/smollm2-135m (embedded) or any litellm model string"),
-    ] = "local/smollm2-135m",
+        typer.Option(help=f"Backbone: {DEFAULT_MODEL} (embedded) or any litellm model string"),
+    ] = DEFAULT_MODEL,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free port)")] = 8000,
     name: Annotated[
