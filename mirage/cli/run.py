@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from harness.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.run import RunConfig
+from mirage.cli.options import EXIT_FAILURE, MODEL, OUT, SUMMARY_FORMAT, fail
 
 if TYPE_CHECKING:
     from harness.report import ReportFiles
@@ -166,7 +167,7 @@ def run(
     pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = DEFAULTS.pack,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", help="Answerer model (repeatable); default the embedded SmolLM2"),
+        typer.Option(*MODEL, help="Answerer model (repeatable); default the embedded SmolLM2"),
     ] = None,
     trunk_model: Annotated[
         str,
@@ -202,15 +203,18 @@ def run(
     summary_format: Annotated[
         str,
         typer.Option(
+            *SUMMARY_FORMAT,
             help="Compaction summary format (verbatim, free-form, "
-            "per-fact-citations, template:FILE)"
+            "per-fact-citations, template:FILE)",
         ),
     ] = DEFAULTS.summary_format,
     memory_flush: Annotated[
         bool, typer.Option(help="Pre-compaction memory flush")
     ] = DEFAULTS.memory_flush,
     seed: Annotated[int, typer.Option(help="Filler sampling seed")] = DEFAULTS.seed,
-    out: Annotated[Path, typer.Option(help="Output folder (re-run to resume)")] = DEFAULTS.out,
+    out: Annotated[
+        Path, typer.Option(*OUT, help="Output folder (re-run to resume)")
+    ] = DEFAULTS.out,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Probes in flight at once")
     ] = DEFAULTS.concurrency,
@@ -320,8 +324,7 @@ def _config(**fields: Any) -> RunConfig:
         return RunConfig(**fields)
     except ValidationError as exc:
         problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
-        typer.echo(f"error: {problems}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(problems) from exc
 
 
 def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:
@@ -335,11 +338,10 @@ def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:
         asyncio.run(mirage_run.execute())
         return mirage_run.reports
     except (AttributionError, ResumeError, RunInputError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(str(exc)) from exc
     except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
-        typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
-        raise typer.Exit(code=1) from exc
+        message = f"{exc.detail}; results so far are kept, re-run to resume"
+        raise fail(message, EXIT_FAILURE) from exc
 
 
 def register(app: typer.Typer) -> None:

@@ -134,7 +134,9 @@ def test_corrupted_version_file_is_a_one_line_error(tmp_path: Path) -> None:
     version = Workspace.open(root).snapshot()
     target = root / ".mirage" / "versions" / f"{version}.json"
     target.write_bytes(target.read_bytes()[:-40] + b"garbage")
-    result = CliRunner().invoke(app, ["memory", "search", str(root), "rent", "--version", version])
+    result = CliRunner().invoke(
+        app, ["memory", "search", "-w", str(root), "rent", "--version", version]
+    )
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "is corrupted" in lines[0] and version in lines[0], result.output
