@@ -275,7 +275,7 @@ class MirageRun:
         """``backbones`` maps model strings to ready backbones (tests, or callers that build
         their own); every other model string goes through ``make_backbone``."""
         from harness.packs import load_pack
-        from harness.states import resolve_profile
+        from harness.states import depth_profile
 
         self.config = config
         self.backbones = dict(backbones or {})
@@ -284,7 +284,7 @@ class MirageRun:
             self.pack = load_pack(config.pack)
         self.progress = progress
         self.window = self._trunk_window()
-        self.profile = resolve_profile(config.profile, self.window)
+        self.profile = depth_profile(config.profile, self.window)
         self.workspace = self.out / "workspace"
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
 

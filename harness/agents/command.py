@@ -33,7 +33,6 @@ from runtime.offline import offline_env
 
 log = structlog.get_logger(__name__)
 
-PROTOCOL = "mirage-agent-command/1"
 STDERR_TAIL = 400
 
 
