@@ -258,8 +258,6 @@ def run(
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
     SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
-    from harness.report.tables import table1
-
     config = _config(
         pack=pack,
         models=model or DEFAULTS.models,
@@ -288,16 +286,24 @@ def run(
     with _progress_display() as progress:
         reports = _execute(config, progress)
     for files in reports:
-        folder = files.report.parent
-        typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
-        typer.echo(table1(files.aggregate))
-        if agent is not None:
-            from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
-
-            attribution = (folder / ATTRIBUTION_FILE).read_text()
-            typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
-        typer.echo(f"\nreport: {files.report}")
+        _print_report(files, config)
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def _print_report(files: ReportFiles, config: RunConfig) -> None:
+    """Table 1 of one result folder, its attribution summary (``--agent``) and where the report
+    is."""
+    from harness.report.tables import table1
+
+    folder = files.report.parent
+    typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
+    typer.echo(table1(files.aggregate))
+    if config.agent is not None:
+        from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
+
+        attribution = (folder / ATTRIBUTION_FILE).read_text()
+        typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
+    typer.echo(f"\nreport: {files.report}")
 
 
 def _progress_display() -> Any:
