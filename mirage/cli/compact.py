@@ -68,15 +68,12 @@ def compact_command(
         strategy = get_strategy(summary_format)
         model = summarizer or load_snapshot(session).config.model
         backbone = make_backbone(model, api_base=api_base, max_output_tokens=budget)
-    except (SnapshotError, ValueError) as error:
-        raise fail(str(error)) from error
-    try:
         path, record = asyncio.run(
             compact_snapshot(
                 session, out, strategy, backbone, focus=focus, keep_recent_tokens=keep_recent_tokens
             )
         )
-    except (SnapshotError, ValueError) as error:
+    except (SnapshotError, ValueError) as error:  # bad input (a template error is both)
         raise fail(str(error)) from error
     except (CompactionError, ProviderError) as error:
         raise fail(str(error), EXIT_FAILURE) from error
