@@ -76,7 +76,7 @@ async def measure(checkpoint: Checkpoint, base_url: str, shell: Path, repeats: i
     restore = await timed(lambda tag: _restore(source, checkpoint), repeats)
     calls = checkpoint.directory / "calls.jsonl"
     openai = AttributedAgent(OpenAIEndpointAgent(base_url), calls)
-    openai.memory_url = lambda tag: f"http://127.0.0.1:9/t/{tag}/mcp"
+    openai.bind_memory(lambda tag: f"http://127.0.0.1:9/t/{tag}/mcp")
     endpoint = await timed(lambda tag: openai.probe(checkpoint, "Question: x", tag=tag), repeats)
     await openai.aclose()
     command = AttributedAgent(CommandAgent([str(shell)]), calls)

@@ -93,11 +93,3 @@ def render_message(message: Message) -> str:
     assert isinstance(message, ToolResultMessage)
     status = " (error)" if message.is_error else ""
     return f"TOOL RESULT {message.tool_call_id} from {message.name}{status}: {message.content}"
-
-
-def render_transcript(messages: Sequence[Message], first_index: int = 0) -> str:
-    """Numbered transcript; the numbers are the messages' indices in the session."""
-    return "\n\n".join(
-        f"[{first_index + offset}] {render_message(message)}"
-        for offset, message in enumerate(messages)
-    )

@@ -26,15 +26,15 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, Field
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.checkpoints import Checkpoint
 from harness.records import RETRIEVAL_TOOLS, ProbeRecord, ToolCallRecord
 from memory_server.calllog import CallRecord
@@ -169,31 +169,18 @@ def server_calls(calls: list[CallRecord]) -> list[ToolCallRecord]:
     ]
 
 
-class ExternalAgent(Protocol):
-    """An adapter for an agent we did not write. ``reported_tool_calls`` is the agent's own
-    account of a probe's calls (``None`` when the reply said nothing about tool calls)."""
+class AttributedAgent(AgentUnderTest):
+    """An ``AgentUnderTest`` whose R_tool evidence is the memory server's call log; it wraps an
+    agent we did not write (``inner``) and passes the memory binding and ``aclose`` through."""
 
-    name: str
-    memory_url: Callable[[str], str] | None
-
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply: ...
-
-
-class AttributedAgent:
-    """An ``AgentUnderTest`` whose R_tool evidence is the memory server's call log."""
-
-    def __init__(self, inner: ExternalAgent, call_log: Path) -> None:
+    def __init__(self, inner: AgentUnderTest, call_log: Path) -> None:
         self.inner = inner
         self.name = inner.name
         self.attributor = CallAttributor(call_log)
 
-    @property
-    def memory_url(self) -> Callable[[str], str] | None:
-        return self.inner.memory_url
-
-    @memory_url.setter
-    def memory_url(self, value: Callable[[str], str] | None) -> None:
-        self.inner.memory_url = value
+    def bind_memory(self, memory_url: MemoryURL | None) -> None:
+        super().bind_memory(memory_url)
+        self.inner.bind_memory(memory_url)
 
     async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
         self.attributor.begin(tag)
@@ -204,9 +191,7 @@ class AttributedAgent:
         return attributed_reply(reply, tag, tagged, untagged)
 
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()
 
 
 def attributed_reply(

@@ -39,6 +39,10 @@ MANIFEST = "manifest.json"
 FAMILY_FILE = "family.json"
 
 
+SCRIPTED_TRUNK_MODEL = "scripted"
+"""The trunk model that replays fixed assistant replies instead of running a model."""
+
+
 class TrunkConfig(BaseModel):
     """Everything that determines the trunk and so its checkpoints."""
 

@@ -18,12 +18,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.checkpoints import (
+    SCRIPTED_TRUNK_MODEL,
     Checkpoint,
     CheckpointError,
     TrunkConfig,
@@ -34,12 +35,18 @@ from harness.checkpoints import (
 from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.rundir import RUN_CONFIG
 from harness.scoring import Gold, ScoringProfile, get_profile
+from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
+
+if TYPE_CHECKING:
+    from harness.agents.base import AgentUnderTest
+    from harness.attribution import AttributedAgent
+    from harness.report import ReportFiles
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_MODEL = "local/smollm2-135m"
 OPENCLAW_AGENT = "openclaw"
 SCRIPTED_TRUNK_WINDOW = 8192
+DEFAULT_LIMIT = 12
 
 
 class RunInputError(RuntimeError):
@@ -75,7 +82,12 @@ class RunConfig(BaseModel):
     )
     conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
     repeats: int = Field(default=1, ge=1)
-    limit: int | None = Field(default=None, ge=2)
+    limit: int | None = Field(
+        default=DEFAULT_LIMIT,
+        ge=2,
+        description="Questions to use, as whole answerable/unanswerable pairs spread over the "
+        "evidence objects; None uses every question.",
+    )
     summary_format: str = "verbatim"
     memory_flush: bool = True
     seed: int = 0
@@ -147,17 +159,19 @@ class RunConfig(BaseModel):
 
     @property
     def trunk_output_tokens(self) -> int:
-        local = self.trunk_model.startswith("local/") or self.trunk_model == "scripted"
+        local = (
+            self.trunk_model.startswith(LOCAL_PREFIX) or self.trunk_model == SCRIPTED_TRUNK_MODEL
+        )
         return self.trunk_max_output_tokens or (96 if local else 512)
 
     def probe_output_tokens(self, model: str) -> int:
-        return self.probe_max_output_tokens or (64 if model.startswith("local/") else 2048)
+        return self.probe_max_output_tokens or (64 if model.startswith(LOCAL_PREFIX) else 2048)
 
     @property
     def summarizer(self) -> str:
         if self.summarizer_model:
             return self.summarizer_model
-        return DEFAULT_MODEL if self.trunk_model == "scripted" else self.trunk_model
+        return DEFAULT_MODEL if self.trunk_model == SCRIPTED_TRUNK_MODEL else self.trunk_model
 
 
 class ResumeError(ValueError):
@@ -242,9 +256,7 @@ class MemoryEndpoint:
         self.service = service
 
     def pin(self, version: str | None) -> None:
-        if version is not None:
-            self.service.workspace.version(version)  # raises for an unknown version
-        self.service.version = version
+        self.service.pin(version)
 
     def tagged_url(self, tag: str) -> str:
         return str(self.http.tagged_url(tag))
@@ -285,7 +297,7 @@ class MirageRun:
         """``backbones`` maps model strings to ready backbones (tests, or callers that build
         their own); every other model string goes through ``make_backbone``."""
         from harness.packs import load_pack
-        from harness.states import resolve_profile
+        from harness.states import depth_profile
 
         self.config = config
         self.backbones = dict(backbones or {})
@@ -294,8 +306,9 @@ class MirageRun:
             self.pack = load_pack(config.pack)
         self.progress = progress
         self.window = self._trunk_window()
-        self.profile = resolve_profile(config.profile, self.window)
+        self.profile = depth_profile(config.profile, self.window)
         self.workspace = self.out / "workspace"
+        self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
 
     def _trunk_window(self) -> int:
         if self.config.window is not None:
@@ -306,7 +319,7 @@ class MirageRun:
             model = self.config.models[0]
             backbone = self.backbone(model, self.config.probe_output_tokens(model))
             return openclaw_window(int(backbone.context_window))
-        if self.config.trunk_model == "scripted":
+        if self.config.trunk_model == SCRIPTED_TRUNK_MODEL:
             return SCRIPTED_TRUNK_WINDOW
         backbone = self.backbone(self.config.trunk_model, self.config.trunk_output_tokens)
         return int(backbone.context_window)
@@ -318,7 +331,7 @@ class MirageRun:
         if model in self.backbones:
             return self.backbones[model]
         options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
-        if self.config.api_base and not model.startswith("local/"):
+        if self.config.api_base and not model.startswith(LOCAL_PREFIX):
             options["api_base"] = self.config.api_base
         return make_backbone(model, **options)
 
@@ -371,7 +384,7 @@ class MirageRun:
 
         workspace = Workspace.open(self.workspace)
         trunk_backbone = None
-        if self.config.trunk_model != "scripted":
+        if self.config.trunk_model != SCRIPTED_TRUNK_MODEL:
             trunk_backbone = self.backbone(self.config.trunk_model, trunk.max_output_tokens)
         summarizer = (
             trunk_backbone
@@ -463,7 +476,7 @@ class MirageRun:
         )
         return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
 
-    def external_agent(self, call_log: Path) -> Any:
+    def external_agent(self, call_log: Path) -> AttributedAgent:
         """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
         from harness.agents.command import CommandAgent, parse_command
         from harness.agents.openai_endpoint import OpenAIEndpointAgent
@@ -471,7 +484,7 @@ class MirageRun:
 
         assert self.config.agent is not None
         kind, target = agent_spec(self.config.agent)
-        inner: Any
+        inner: AgentUnderTest
         if kind == "openai":
             inner = OpenAIEndpointAgent(
                 target,
@@ -493,7 +506,7 @@ class MirageRun:
             await agent.aclose()
 
     async def probe_agent(
-        self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
+        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
     ) -> Path:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
         with memory_endpoint(
@@ -503,7 +516,7 @@ class MirageRun:
             url=self.config.memory_url,
             token=self.config.memory_token,
         ) as memory:
-            agent.memory_url = memory.tagged_url
+            agent.bind_memory(memory.tagged_url)
             await self.probe_states(agent, model_dir, checkpoints, memory)
         return model_dir
 
@@ -558,7 +571,8 @@ class MirageRun:
         return lambda _record: progress.advance(task)
 
     async def execute(self) -> list[Path]:
-        """Every stage; returns the per-model result folders (each with its report)."""
+        """Every stage; returns the per-model result folders, each with its report (its files
+        and aggregate in ``self.reports``)."""
         with bad_files_reported():
             return await self._stages()
 
@@ -587,7 +601,7 @@ class MirageRun:
                     from harness.attribution import write_attribution_summary
 
                     write_attribution_summary(folder)  # before the report, which may cite it
-                write_report(folder)
+                self.reports.append(write_report(folder))
             return folders
         finally:
             index.close()

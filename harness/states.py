@@ -96,7 +96,7 @@ def load_profile(path: Path) -> DepthProfile:
     return profile
 
 
-def resolve_profile(name: str, backbone_window: int) -> DepthProfile:
+def depth_profile(name: str, backbone_window: int) -> DepthProfile:
     """``paper``, ``scaled`` (onto ``backbone_window``), or the path of a YAML profile."""
     if name == "paper":
         return paper_profile()

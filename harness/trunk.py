@@ -17,6 +17,7 @@ import structlog
 from compaction.config import CompactionConfig
 from compaction.policy import CompactionPolicy
 from harness.checkpoints import (
+    SCRIPTED_TRUNK_MODEL,
     Checkpoint,
     TrunkConfig,
     discard_unfinished_family,
@@ -35,7 +36,6 @@ from runtime.toolset import Toolset
 
 log = structlog.get_logger(__name__)
 
-SCRIPTED_TRUNK_MODEL = "scripted"
 SCRIPTED_ACKNOWLEDGEMENT = (
     "Understood. I have noted the details of this task and will keep your constraints in mind "
     "as we continue."

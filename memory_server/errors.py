@@ -18,10 +18,6 @@ class PathEscapeError(MemoryServerError, PermissionError):
     """A path points outside the workspace (``..``, absolute path, symlink escape)."""
 
 
-class ReadOnlyError(MemoryServerError, PermissionError):
-    """A write to a file other than a dated note."""
-
-
 class UnknownReferenceError(MemoryServerError, LookupError):
     """A reference (artifact id, path, alias) that the workspace does not know."""
 

@@ -183,6 +183,18 @@ def _tool_functions(bindings: _Bindings) -> list[tuple[Callable[..., Any], str]]
     ]
 
 
+class MemoryMCPServer(MCPServer):
+    """The MCP server of the memory tools; ``service`` is the memory service they call (pin a
+    workspace version with ``service.pin``)."""
+
+    def __init__(self, service: MemoryService, *, tag: str | None, transport: str) -> None:
+        super().__init__(name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.service = service
+        bindings = _Bindings(service, tag, transport)
+        for function, description in _tool_functions(bindings):
+            self.tool(description=description)(function)
+
+
 def build_server(
     workspace: Workspace | str | Path,
     *,
@@ -193,7 +205,7 @@ def build_server(
     tag: str | None = None,
     version: str | None = None,
     transport: str = "memory",
-) -> MCPServer:
+) -> MemoryMCPServer:
     """An MCP server over ``workspace``. ``tag`` attributes calls that carry no tag of their
     own (stdio); ``version`` pins the server to one read-only workspace version."""
     if tag is not None and not TAG_PATTERN.match(tag):
@@ -203,20 +215,7 @@ def build_server(
         service = MemoryService(
             opened, index, index_config=index_config, call_log=call_log, version=version
         )
-    server = MCPServer(name=SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
-    bindings = _Bindings(service, tag, transport)
-    for function, description in _tool_functions(bindings):
-        server.tool(description=description)(function)
-    server.memory_service = service  # type: ignore[attr-defined]
-    return server
-
-
-def service_of(server: MCPServer) -> MemoryService:
-    """The memory service behind a server made by ``build_server``."""
-    service = getattr(server, "memory_service", None)
-    if not isinstance(service, MemoryService):
-        raise TypeError("server was not built by memory_server.server.build_server")
-    return service
+    return MemoryMCPServer(service, tag=tag, transport=transport)
 
 
 def tools_specs() -> list[ToolSpec]:

@@ -91,10 +91,21 @@ class MemoryService:
         self._index_config = index_config
         self._index_lock = threading.Lock()
         self.call_log = CallLog(call_log or workspace.state_dir / "calls.jsonl")
-        self.version = version
         self.log_calls = log_calls
+        self._version: str | None = None
+        self.pin(version)
+
+    @property
+    def version(self) -> str | None:
+        """The workspace version every tool reads (``None``: the live workspace)."""
+        return self._version
+
+    def pin(self, version: str | None) -> None:
+        """Serve ``version`` from now on (``None``: the live workspace); raises
+        ``WorkspaceError`` for a version the workspace does not have."""
         if version is not None:
-            workspace.version(version)
+            self.workspace.version(version)
+        self._version = version
 
     @property
     def index(self) -> HybridIndex:

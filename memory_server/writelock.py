@@ -174,7 +174,7 @@ class WriterLock:
     def _write_record(self, fd: int) -> None:
         left = read_holder(self.path)
         if left is not None:
-            log.info("index.writer_lock_recovered", previous=left.describe())
+            log.warning("index.writer_lock_recovered", previous=left.describe())
         record = LockHolder.of_this_process().model_dump_json().encode("utf-8")
         os.ftruncate(fd, 0)
         os.pwrite(fd, record, 0)

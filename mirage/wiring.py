@@ -22,9 +22,10 @@ RETRIEVAL_TOOL_NAMES = ("artifact_recall", "artifact_get")
 def memory_server_stdio(
     workspace: Path, tag: str | None = None, log_file: Path | None = None
 ) -> MCPServerConfig:
-    """The bundled memory server as a stdio subprocess of this Python; with ``log_file`` its
-    logs go there instead of this process's stderr (a chat screen shows no server logs)."""
-    args = ["-m", "mirage", "memory", "serve", "--workspace", str(workspace)]
+    """The bundled memory server as a stdio subprocess of this Python, logging its progress
+    (``-v``); with ``log_file`` its logs go there instead of this process's stderr (a chat
+    screen shows no server logs)."""
+    args = ["-m", "mirage", "-v", "memory", "serve", "--workspace", str(workspace)]
     if tag:
         args += ["--tag", tag]
     if log_file is not None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime.backbones import DEFAULT_MODEL
 from runtime.ledger import Ledger
 from runtime.messages import Message
 from runtime.tokens import count_message_tokens
@@ -29,7 +30,7 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = "local/smollm2-135m"
+    model: str = DEFAULT_MODEL
     context_window: int | None = Field(
         default=None, description="Effective window; None means the backbone's own window."
     )

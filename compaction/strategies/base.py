@@ -17,8 +17,8 @@ error from the summarizer halves the chunk budget and retries (at most ``MAX_SHR
 from __future__ import annotations
 
 import string
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Protocol
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,11 +75,18 @@ class SummaryResult(BaseModel):
     shortened_messages: int = 0
 
 
-class CompactionStrategy(Protocol):
+class CompactionStrategy(ABC):
+    """One summary format: ``name`` (what ``--summary-format`` and ``get_strategy`` take),
+    ``build_prompt`` (one summarizer call's messages) and ``summarize`` (the whole summary of
+    ``messages``, however many calls it takes)."""
+
     name: str
 
-    def build_prompt(self, request: SummaryRequest) -> list[Message]: ...
+    @abstractmethod
+    def build_prompt(self, request: SummaryRequest) -> list[Message]:
+        """The messages of one summarizer call for ``request``."""
 
+    @abstractmethod
     async def summarize(
         self,
         messages: Sequence[Message],
@@ -88,7 +95,9 @@ class CompactionStrategy(Protocol):
         first_index: int = 0,
         focus: str | None = None,
         previous_summary: str | None = None,
-    ) -> SummaryResult: ...
+    ) -> SummaryResult:
+        """The summary of ``messages`` (session indexes from ``first_index``), folding in
+        ``previous_summary``; raises ``CompactionError`` when no summary can be made."""
 
 
 def template_fields(template: str) -> set[str]:
@@ -126,7 +135,7 @@ def shorten_middle(text: str, max_tokens: int) -> str:
     return encoding().decode(head) + note + encoding().decode(tail)
 
 
-class PromptStrategy:
+class PromptStrategy(CompactionStrategy):
     """A summary format given by a system prompt and a user prompt template."""
 
     def __init__(self, name: str, system_prompt: str, user_template: str) -> None:

@@ -3,7 +3,7 @@
     python examples/compaction/run_example.py [--out examples/compaction/output]
 
 Writes the pre-compaction snapshot, one compacted snapshot per format (the same as
-``mirage compact SNAPSHOT --format F --summarizer local/smollm2-135m --out DIR``), the
+``mirage compact SNAPSHOT --summary-format F --summarizer local/smollm2-135m --out DIR``), the
 summaries as ``<format>.md`` and the token counts and timings as ``results.json``. Runs
 offline on a laptop CPU in about a minute.
 """

@@ -9,15 +9,23 @@ errors, garbage) come back as ``ProbeReply.error``, never as an exception or a p
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from harness.checkpoints import Checkpoint
 from harness.records import ProbeUsage, ToolCallRecord
 
+MemoryURL = Callable[[str], str]
+"""Maps a probe's attribution tag to the memory-server URL the agent uses for that probe."""
+
 
 class ProbeReply(BaseModel):
+    """One probe's outcome. ``trace["tool_calls_reported"]`` is true when the agent gave its own
+    account of the probe's tool calls (``tool_calls``), false when its reply said nothing."""
+
     text: str | None = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: ProbeUsage = Field(default_factory=ProbeUsage)
@@ -27,7 +35,21 @@ class ProbeReply(BaseModel):
     trace: dict[str, Any] = Field(default_factory=dict)
 
 
-class AgentUnderTest(Protocol):
-    name: str
+class AgentUnderTest(ABC):
+    """The whole contract of an agent the harness probes: a ``name`` (its results folder and
+    report label), ``probe`` (required), the memory-server binding and ``aclose``."""
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply: ...
+    name: str
+    memory_url: MemoryURL | None = None
+
+    @abstractmethod
+    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+        """Restore ``checkpoint`` afresh, send ``message`` and return the reply; ``tag`` is the
+        probe's attribution tag. Agent failures come back as ``ProbeReply.error``."""
+
+    def bind_memory(self, memory_url: MemoryURL | None) -> None:
+        """Use ``memory_url(tag)`` as the memory server of each probe (``None``: no memory)."""
+        self.memory_url = memory_url
+
+    async def aclose(self) -> None:  # noqa: B027  (optional: most agents hold nothing open)
+        """Release what the agent holds open (HTTP clients, processes); nothing by default."""

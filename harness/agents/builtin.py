@@ -8,9 +8,8 @@ and runs one agent turn. R_tool evidence comes from the executed calls of that t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.checkpoints import Checkpoint
 from harness.records import ProbeUsage, ToolCallRecord
 from runtime.agent import Agent, TurnRecord
@@ -44,12 +43,12 @@ def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
     ]
 
 
-class BuiltinAgent:
+class BuiltinAgent(AgentUnderTest):
     def __init__(
         self,
         backbone: Backbone,
         *,
-        memory_url: Callable[[str], str] | None,
+        memory_url: MemoryURL | None,
         max_output_tokens: int = 96,
         adapters: bool = False,
     ) -> None:

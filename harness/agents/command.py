@@ -18,14 +18,14 @@ import shlex
 import shutil
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.agents.transcript import TranscriptSource, reported_call
 from harness.checkpoints import Checkpoint
 from harness.records import ProbeUsage
@@ -33,7 +33,6 @@ from runtime.offline import offline_env
 
 log = structlog.get_logger(__name__)
 
-PROTOCOL = "mirage-agent-command/1"
 STDERR_TAIL = 400
 
 
@@ -87,12 +86,12 @@ def parse_command(spec: str) -> list[str]:
     return argv
 
 
-class CommandAgent:
+class CommandAgent(AgentUnderTest):
     def __init__(
         self,
         argv: Sequence[str],
         *,
-        memory_url: Callable[[str], str] | None = None,
+        memory_url: MemoryURL | None = None,
         timeout_s: float = 300.0,
         name: str | None = None,
     ) -> None:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import structlog
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.agents.transcript import (
     MEMORY_URL_HEADER,
     TAG_HEADER,
@@ -55,14 +54,14 @@ def chat_url(base_url: str) -> str:
     return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
 
 
-class OpenAIEndpointAgent:
+class OpenAIEndpointAgent(AgentUnderTest):
     def __init__(
         self,
         base_url: str,
         *,
         model: str | None = None,
         api_key: str | None = None,
-        memory_url: Callable[[str], str] | None = None,
+        memory_url: MemoryURL | None = None,
         timeout_s: float = 120.0,
         max_retries: int = 2,
         backoff_s: float = 0.5,

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.attribution import log_size, read_calls_from
 from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
 from harness.cue.answer import question_block
@@ -70,7 +70,7 @@ def profile_checkpoint(directory: Path, profile: ProfileRun) -> Checkpoint:
     )
 
 
-def make_adapter(spec: AgentSpec, memory_url: Any) -> Any:
+def make_adapter(spec: AgentSpec, memory_url: MemoryURL) -> AgentUnderTest:
     from harness.agents.command import CommandAgent, parse_command
     from harness.agents.openai_endpoint import OpenAIEndpointAgent
     from harness.run import agent_spec
@@ -124,6 +124,4 @@ class AgentMemory:
         )
 
     async def aclose(self) -> None:
-        close = getattr(self.adapter, "aclose", None)
-        if close is not None:
-            await close()
+        await self.adapter.aclose()

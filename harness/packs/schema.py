@@ -24,7 +24,6 @@ from pydantic import (
     model_validator,
 )
 
-PACK_FORMAT = "mirage-pack/1"
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 NONE = "NONE"
 ARTIFACT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"

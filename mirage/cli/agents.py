@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from mirage.cli.options import EXIT_FAILURE, fail
+
 agents_app = typer.Typer(
     name="agents",
     help="Agents we did not write (OpenClaw), installed into mirage's cache from npm.",
@@ -52,12 +54,14 @@ def install_command(
     node = node_version or DEFAULT_NODE_VERSION
     try:
         existing = None if force else find_install(check_version(chosen, "--version"))
-        if existing is None:
-            typer.echo(f"installing {agent.value} {chosen} with node {node} from npm ...", err=True)
-            outcome = install_openclaw(chosen, node_version=node, registry=registry, force=force)
     except InstallError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(str(exc)) from exc
+    if existing is None:
+        typer.echo(f"installing {agent.value} {chosen} with node {node} from npm ...", err=True)
+        try:
+            outcome = install_openclaw(chosen, node_version=node, registry=registry, force=force)
+        except InstallError as exc:  # the registry, npm or the disk failed: a runtime failure
+            raise fail(str(exc), EXIT_FAILURE) from exc
     if existing is not None:
         typer.echo(
             f"{agent.value} {existing.version} is already installed (node "

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, WORKSPACE
+from runtime.backbones import DEFAULT_MODEL
+
 if TYPE_CHECKING:
     from runtime.session import AgentConfig
 
@@ -17,10 +20,11 @@ DEFAULT_WORKSPACE = Path.home() / ".mirage" / "workspace"
 def chat(
     ctx: typer.Context,
     model: Annotated[
-        str | None, typer.Option(help="litellm model string; default: the embedded SmolLM2")
+        str | None, typer.Option(*MODEL, help="litellm model string; default: the embedded SmolLM2")
     ] = None,
     workspace: Annotated[
-        Path, typer.Option(help="Workspace served to the agent by the memory server")
+        Path,
+        typer.Option(*WORKSPACE, help="Workspace served to the agent by the memory server"),
     ] = DEFAULT_WORKSPACE,
     no_tools: Annotated[
         bool, typer.Option("--no-tools", help="Chat without the memory server")
@@ -31,7 +35,9 @@ def chat(
     context_window: Annotated[
         int | None, typer.Option(help="Cap the effective context window")
     ] = None,
-    max_output_tokens: Annotated[int, typer.Option(help="Reply budget per backbone call")] = 256,
+    max_output_tokens: Annotated[
+        int, typer.Option(*MAX_OUTPUT_TOKENS, help="Reply budget per backbone call")
+    ] = 256,
 ) -> None:
     """Talk to the agent: tool calls and the EIT/compaction status line are shown after each
     reply. Type /exit (or Ctrl-D) to leave. The memory server's logs go to
@@ -39,7 +45,7 @@ def chat(
     from runtime.session import AgentConfig
 
     config = AgentConfig(
-        model=model or "local/smollm2-135m",
+        model=model or DEFAULT_MODEL,
         context_window=context_window,
         max_output_tokens=max_output_tokens,
     )

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from mirage.cli.options import EXIT_FAILURE, MAX_OUTPUT_TOKENS, OUT, SUMMARY_FORMAT, aliased, fail
+
 FORMAT_HELP = (
     "Summary format: verbatim (default), free-form, per-fact-citations, or template:FILE "
     "(placeholders {transcript} {focus} {previous_summary} {first_index} {last_index} "
@@ -21,8 +23,9 @@ FORMAT_HELP = (
 
 def compact_command(
     session: Annotated[Path, typer.Argument(help="Session snapshot file (*.session) to compact.")],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the new snapshot.")],
-    summary_format: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "verbatim",
+    out: Annotated[Path, typer.Option(*OUT, help="Directory for the new snapshot.")],
+    summary_format: Annotated[str, typer.Option(*SUMMARY_FORMAT, help=FORMAT_HELP)] = "verbatim",
+    old_format: Annotated[str | None, typer.Option("--format", hidden=True)] = None,
     summarizer: Annotated[
         str | None,
         typer.Option("--summarizer", help="Summarizer model (default: the session's own model)."),
@@ -38,9 +41,12 @@ def compact_command(
             help="Verbatim tail (default: the policy's budget for the session's window).",
         ),
     ] = None,
-    max_summary_tokens: Annotated[
+    max_output_tokens: Annotated[
         int | None,
-        typer.Option("--max-summary-tokens", min=1, help="Output budget of each summary call."),
+        typer.Option(*MAX_OUTPUT_TOKENS, min=1, help="Output budget of each summary call."),
+    ] = None,
+    old_max_tokens: Annotated[
+        int | None, typer.Option("--max-summary-tokens", min=1, hidden=True)
     ] = None,
     api_base: Annotated[
         str | None, typer.Option("--api-base", help="API base of the summarizer.")
@@ -54,18 +60,23 @@ def compact_command(
     from runtime.backbones.base import ProviderError
     from runtime.snapshot import SnapshotError, load_snapshot
 
+    summary_format = aliased(summary_format, old_format, "--format", SUMMARY_FORMAT[0])
+    budget = aliased(
+        max_output_tokens, old_max_tokens, "--max-summary-tokens", MAX_OUTPUT_TOKENS[0]
+    )
     try:
         strategy = get_strategy(summary_format)
         model = summarizer or load_snapshot(session).config.model
-        backbone = make_backbone(model, api_base=api_base, max_output_tokens=max_summary_tokens)
+        backbone = make_backbone(model, api_base=api_base, max_output_tokens=budget)
         path, record = asyncio.run(
             compact_snapshot(
                 session, out, strategy, backbone, focus=focus, keep_recent_tokens=keep_recent_tokens
             )
         )
-    except (SnapshotError, CompactionError, ProviderError, ValueError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from error
+    except (SnapshotError, ValueError) as error:  # bad input (a template error is both)
+        raise fail(str(error)) from error
+    except (CompactionError, ProviderError) as error:
+        raise fail(str(error), EXIT_FAILURE) from error
     typer.echo(str(path))
     typer.echo(f"format: {record.format}  summarizer: {record.summarizer_model}")
     typer.echo(f"tokens before: {record.tokens_before}  tokens after: {record.tokens_after}")

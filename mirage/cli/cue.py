@@ -15,17 +15,14 @@ from typing import Annotated, Any
 
 import typer
 
+from mirage.cli.options import MODEL, OUT, fail
+
 cue_app = typer.Typer(
     help="CUE-Mem: explicit vs implicit multimodal cues, EI-Gap, stratified bootstrap + Holm.",
     no_args_is_help=True,
 )
 
 PackArgument = Annotated[str, typer.Argument(help="bundled CUE pack name (cue-en) or a folder")]
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(code=code)
 
 
 @cue_app.command("run")
@@ -43,9 +40,9 @@ def run_command(
         ),
     ] = None,
     model: Annotated[
-        str | None, typer.Option(help="Answerer model (default the embedded SmolLM2)")
+        str | None, typer.Option(*MODEL, help="Answerer model (default the embedded SmolLM2)")
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Output folder; re-run to resume")] = None,
+    out: Annotated[Path | None, typer.Option(*OUT, help="Output folder; re-run to resume")] = None,
     config: Annotated[
         Path | None,
         typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
@@ -117,7 +114,7 @@ def _make_run(config_path: Path | None, **options: Any) -> Any:
         config = load_run_config(config_path, **overrides)
         return CueRun(config)
     except (RunConfigError, PackFormatError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 def _overrides(
@@ -155,7 +152,7 @@ def _execute(run: Any) -> Any:
     try:
         return asyncio.run(run.execute())
     except (RunFolderError, ResultsLogError) as exc:
-        raise _fail(f"error: {exc}", 2) from exc
+        raise fail(str(exc)) from exc
 
 
 @cue_app.command("report")
@@ -174,7 +171,7 @@ def report_command(
     try:
         files = write_cue_report(directory)
     except (FileNotFoundError, ResultsLogError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     typer.echo(summary_table(files.metrics))
     typer.echo(f"\nwrote {files.summary}, {files.report}, {len(files.figures)} figures")
 
@@ -189,11 +186,11 @@ def validate_command(pack: PackArgument) -> None:
     try:
         report = validate_cue_pack(load_cue_pack(pack))
     except PackFormatError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     for warning in report.warnings:
         typer.echo(f"  warning: {warning}", err=True)
     if not report.ok:
-        raise _fail(
+        raise fail(
             f"{pack}: {len(report.problems)} problem(s)\n"
             + "\n".join(f"  - {problem}" for problem in report.problems)
         )
@@ -203,7 +200,7 @@ def validate_command(pack: PackArgument) -> None:
 @cue_app.command("build")
 def build_command(
     out: Annotated[
-        Path | None, typer.Option(help="output folder (default: the bundled packs)")
+        Path | None, typer.Option(*OUT, help="output folder (default: the bundled packs)")
     ] = None,
     name: Annotated[str, typer.Option(help="pack to build")] = "cue-en",
 ) -> None:
@@ -214,7 +211,7 @@ def build_command(
     try:
         path = build_cue_pack(name, out or BUNDLED_DIR)
     except KeyError as exc:
-        raise _fail(str(exc.args[0]), 2) from exc
+        raise fail(str(exc.args[0])) from exc
     typer.echo(f"built {name} -> {path}")
 
 
@@ -227,7 +224,7 @@ def import_command(
             "folder of them (or of caption-level subfolders)"
         ),
     ],
-    out: Annotated[Path, typer.Option(help="pack folder to write")],
+    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write")],
     name: Annotated[str, typer.Option(help="pack name")] = "imported",
     image_level: Annotated[
         str,
@@ -261,7 +258,7 @@ def import_command(
         )
         report = validate_cue_pack(load_cue_pack(result.path))
     except PackFormatError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     for warning in report.warnings:
         typer.echo(f"  warning: {warning}", err=True)
     for problem in report.problems:
@@ -271,7 +268,7 @@ def import_command(
         f"{result.path}; {result.skipped} skipped (skipped.yaml)"
     )
     if report.problems:
-        raise _fail(f"{len(report.problems)} validation problem(s)")
+        raise fail(f"{len(report.problems)} validation problem(s)")
 
 
 def register(app: typer.Typer) -> None:

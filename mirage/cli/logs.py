@@ -19,11 +19,13 @@ class _StderrLoggerFactory:
 
 
 def configure_logging(verbose: bool = False) -> None:
+    """The one logging set-up of every command (``mirage -v`` for progress events): structlog
+    lines on stderr, whatever ``sys.stderr`` is at the time (a ``--log-file`` redirects it)."""
     level = logging.INFO if verbose else logging.WARNING
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S"),
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

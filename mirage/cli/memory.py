@@ -18,21 +18,26 @@ from typing import Annotated, Any
 
 import typer
 
+from mirage.cli.options import WORKSPACE, aliased, fail, workspace_given
+
 memory_app = typer.Typer(
     name="memory",
     help="The persistent workspace and its MCP memory server (artifact_recall).",
     no_args_is_help=True,
 )
 
-WorkspaceArg = Annotated[
-    Path, typer.Argument(help="Workspace directory.", exists=True, file_okay=False)
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option(*WORKSPACE, help="The workspace folder (required).", file_okay=False)
 ]
-ModelOpt = Annotated[
+OldWorkspaceArg = Annotated[Path | None, typer.Argument(hidden=True, metavar="[W]")]
+EmbeddingModelOpt = Annotated[
     str | None,
     typer.Option(
-        "--model", help="sentence-transformers model directory (default: bundled MiniLM)."
+        "--embedding-model",
+        help="sentence-transformers model directory (default: bundled MiniLM).",
     ),
 ]
+OldEmbeddingModelOpt = Annotated[str | None, typer.Option("--model", hidden=True)]
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
@@ -47,33 +52,6 @@ ChromaOpt = Annotated[
 ]
 
 
-class _CurrentStderr:
-    """Writes to whatever ``sys.stderr`` is at the time of writing (test runners swap it)."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-
-def _log_to_stderr() -> None:
-    """Logs go to stderr: stdout carries the MCP stdio protocol or command output."""
-    import logging
-
-    import structlog
-
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S"),
-            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-    )
-
-
 def _stderr_to_file(path: Path) -> None:
     """From now on everything this process writes to stderr (logs, library warnings, a crash)
     is appended to ``path`` instead."""
@@ -82,12 +60,6 @@ def _stderr_to_file(path: Path) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.dup2(fd, sys.stderr.fileno())
     os.close(fd)
-    _log_to_stderr()
-
-
-@memory_app.callback()
-def _memory_callback() -> None:
-    _log_to_stderr()
 
 
 def _set_threads(threads: int) -> None:
@@ -96,15 +68,13 @@ def _set_threads(threads: int) -> None:
     set_torch_threads(threads)
 
 
-def _index_config(model: str | None, chroma_url: str | None, lock_timeout: float = 60.0) -> Any:
+def _index_config(
+    model: str | None, old_model: str | None, chroma_url: str | None, lock_timeout: float = 60.0
+) -> Any:
     from memory_server.index import IndexConfig
 
-    return IndexConfig(model_path=model, chroma_url=chroma_url, lock_timeout_s=lock_timeout)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
+    chosen = aliased(model, old_model, "--model", "--embedding-model")
+    return IndexConfig(model_path=chosen, chroma_url=chroma_url, lock_timeout_s=lock_timeout)
 
 
 @contextmanager
@@ -115,12 +85,13 @@ def _one_line_errors() -> Iterator[None]:
     try:
         yield
     except MemoryServerError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
 
 
 @memory_app.command("index")
 def index_command(
-    workspace: WorkspaceArg,
+    old_workspace: OldWorkspaceArg = None,
+    workspace: WorkspaceOpt = None,
     rebuild: Annotated[
         bool,
         typer.Option(
@@ -136,7 +107,8 @@ def index_command(
             "new files, another index run); then fail naming that process.",
         ),
     ] = 60.0,
-    model: ModelOpt = None,
+    model: EmbeddingModelOpt = None,
+    old_model: OldEmbeddingModelOpt = None,
     chroma_url: ChromaOpt = None,
 ) -> None:
     """Build or update the manifest and the hybrid index of a workspace. One process writes
@@ -144,10 +116,10 @@ def index_command(
     from memory_server.index import HybridIndex
     from memory_server.workspace import Workspace
 
+    workspace = workspace_given(workspace, old_workspace, "mirage memory index")
     with _one_line_errors():
-        index = HybridIndex(
-            Workspace.open(workspace), _index_config(model, chroma_url, lock_timeout)
-        )
+        config = _index_config(model, old_model, chroma_url, lock_timeout)
+        index = HybridIndex(Workspace.open(workspace), config)
         report = index.rebuild() if rebuild else index.sync(collect_garbage=True)
     typer.echo(
         f"indexed {workspace}: +{report.units_added} units (+{report.chunks_added} chunks), "
@@ -160,17 +132,21 @@ def index_command(
 
 @memory_app.command("search")
 def search_command(
-    workspace: WorkspaceArg,
-    query: Annotated[str, typer.Argument(help="What to look for.")],
+    words: Annotated[
+        list[str], typer.Argument(metavar="QUERY", help="What to look for (quote several words).")
+    ],
+    workspace: WorkspaceOpt = None,
     k: Annotated[int, typer.Option("-k", help="Number of hits.")] = 5,
     artifact: Annotated[str | None, typer.Option(help="Restrict to one artifact.")] = None,
     version: Annotated[str | None, typer.Option(help="Search a stored workspace version.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
-    model: ModelOpt = None,
+    model: EmbeddingModelOpt = None,
+    old_model: OldEmbeddingModelOpt = None,
     chroma_url: ChromaOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
     """Print the ranked hits artifact_recall would return (for debugging a workspace)."""
+    workspace, query = _workspace_and_query(workspace, words)
     _set_threads(threads or 1)
     from memory_server.service import MemoryService
     from memory_server.workspace import Workspace
@@ -178,7 +154,7 @@ def search_command(
     with _one_line_errors():
         service = MemoryService(
             Workspace.open(workspace),
-            index_config=_index_config(model, chroma_url),
+            index_config=_index_config(model, old_model, chroma_url),
             version=version,
             log_calls=False,
         )
@@ -187,6 +163,15 @@ def search_command(
         typer.echo(result.model_dump_json(indent=2))
         return
     _print_hits(result.hits)
+
+
+def _workspace_and_query(workspace: Path | None, words: list[str]) -> tuple[Path, str]:
+    """``-w W QUERY``, or the old ``W QUERY``."""
+    old = Path(words[0]) if workspace is None and len(words) == 2 else None
+    query = words[1:] if old is not None else words
+    if len(query) != 1:
+        raise fail("give one QUERY (quote a query of several words): mirage memory search -w W Q")
+    return workspace_given(workspace, old, "mirage memory search"), query[0]
 
 
 def _print_hits(hits: list[Any]) -> None:
@@ -200,22 +185,26 @@ def _print_hits(hits: list[Any]) -> None:
 
 
 @memory_app.command("snapshot")
-def snapshot_command(workspace: WorkspaceArg) -> None:
+def snapshot_command(old_workspace: OldWorkspaceArg = None, workspace: WorkspaceOpt = None) -> None:
     """Store an immutable version of the workspace and print its id."""
     from memory_server.workspace import Workspace
 
+    workspace = workspace_given(workspace, old_workspace, "mirage memory snapshot")
     with _one_line_errors():
         typer.echo(Workspace.open(workspace).snapshot())
 
 
 @memory_app.command("resolve")
 def resolve_command(
-    workspace: WorkspaceArg,
     refs: Annotated[list[str], typer.Argument(help="References to canonicalise.")],
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Print the canonical artifact id of each reference (or NONE)."""
     from memory_server.workspace import Workspace
 
+    old = Path(refs[0]) if workspace is None and len(refs) > 1 and Path(refs[0]).is_dir() else None
+    refs = refs[1:] if old is not None else refs
+    workspace = workspace_given(workspace, old, "mirage memory resolve")
     with _one_line_errors():
         opened = Workspace.open(workspace)
     for ref in refs:
@@ -224,13 +213,15 @@ def resolve_command(
 
 @memory_app.command("calls")
 def calls_command(
-    workspace: WorkspaceArg,
+    old_workspace: OldWorkspaceArg = None,
+    workspace: WorkspaceOpt = None,
     tag: Annotated[str | None, typer.Option(help="Only calls with this tag.")] = None,
     call_log: Annotated[Path | None, typer.Option(help="Call log path.")] = None,
 ) -> None:
     """Print the call log (JSON lines)."""
     from memory_server.calllog import read_calls
 
+    workspace = workspace_given(workspace, old_workspace, "mirage memory calls")
     for record in read_calls(call_log or workspace / ".mirage" / "calls.jsonl", tag=tag):
         typer.echo(record.model_dump_json())
 
@@ -238,10 +229,7 @@ def calls_command(
 @memory_app.command("serve")
 def serve_command(
     workspace: Annotated[
-        Path,
-        typer.Option(
-            "--workspace", "-w", help="Workspace directory.", exists=True, file_okay=False
-        ),
+        Path, typer.Option(*WORKSPACE, help="Workspace folder.", exists=True, file_okay=False)
     ],
     http: Annotated[
         str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
@@ -266,7 +254,8 @@ def serve_command(
             "of stderr, once it is serving; e.g. for a stdio server inside a chat screen."
         ),
     ] = None,
-    model: ModelOpt = None,
+    model: EmbeddingModelOpt = None,
+    old_model: OldEmbeddingModelOpt = None,
     chroma_url: ChromaOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
@@ -283,23 +272,21 @@ def serve_command(
         try:
             check_binding(host, token)
         except ValueError as exc:
-            raise _fail(str(exc)) from exc
+            raise fail(str(exc)) from exc
     try:
         server = build_server(
             workspace,
-            index_config=_index_config(model, chroma_url),
+            index_config=_index_config(model, old_model, chroma_url),
             call_log=call_log,
             tag=tag,
             version=version,
             transport="http" if http else "stdio",
         )
     except (MemoryServerError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     import threading
 
     import structlog
-
-    from memory_server.server import service_of
 
     if log_file is not None:
         _stderr_to_file(log_file)
@@ -307,7 +294,7 @@ def serve_command(
         "memory.serving", workspace=str(workspace), transport=http or "stdio", version=version
     )
     # Warm up while already serving: a client's initialize must not wait for the model.
-    threading.Thread(target=service_of(server).warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=server.service.warm_up, name="warm-up", daemon=True).start()
     if host is not None or sys.stdin.isatty():
         typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
     if host is None or port is None:
@@ -321,7 +308,7 @@ def serve_command(
 def _parse_http(value: str) -> tuple[str, int]:
     host, _, port_text = value.rpartition(":")
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise _fail(f"--http must be HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}")
+        raise fail(f"--http must be HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}")
     return host.strip("[]"), int(port_text)
 
 

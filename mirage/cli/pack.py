@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from mirage.cli.options import EXIT_USAGE, OUT, fail
+
 pack_app = typer.Typer(
     help="Evidence packs: validate, rebuild the bundled packs, import banks.", no_args_is_help=True
 )
@@ -26,15 +28,13 @@ def validate_command(
         typer.echo(f"{pack}: {len(problems)} problem(s)", err=True)
         for problem in problems:
             typer.echo(f"  - {problem}", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_USAGE)
     typer.echo(f"{pack}: ok")
 
 
 @pack_app.command("build")
 def build_command(
-    out: Annotated[
-        Path | None, typer.Option("--out", help="output folder (default: bundled)")
-    ] = None,
+    out: Annotated[Path | None, typer.Option(*OUT, help="output folder (default: bundled)")] = None,
     name: Annotated[list[str] | None, typer.Option("--name", help="build only these packs")] = None,
 ) -> None:
     """Regenerate the bundled packs from harness/packs/sources."""
@@ -47,8 +47,7 @@ def build_command(
         try:
             path = build_pack(pack_name, target)
         except KeyError as exc:
-            typer.echo(str(exc.args[0]), err=True)
-            raise typer.Exit(code=2) from exc
+            raise fail(str(exc.args[0])) from exc
         typer.echo(f"built {pack_name} -> {path}")
 
 
@@ -56,7 +55,7 @@ def build_command(
 def import_command(
     bank: Annotated[Path, typer.Argument(help="reference question bank JSON (base_questions)")],
     artifacts: Annotated[Path, typer.Option("--artifacts", help="folder with the artifact files")],
-    out: Annotated[Path, typer.Option("--out", help="pack folder to write")],
+    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write")],
     name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
 ) -> None:
     """Turn a reference MIRAGE bank plus your artifact files into a pack, then validate it."""
@@ -69,13 +68,13 @@ def import_command(
     except PackFormatError as exc:
         for line in exc.lines():
             typer.echo(f"error: {line}", err=True)
-        raise typer.Exit(code=1) from exc
+        raise typer.Exit(code=EXIT_USAGE) from exc
     problems = validate_pack(path)
     for problem in problems:
         typer.echo(f"  - {problem}", err=True)
     typer.echo(f"imported into {path}" + (f" with {len(problems)} problem(s)" if problems else ""))
     if problems:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_USAGE)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from mirage.cli.options import FAMILY, MAX_OUTPUT_TOKENS, MODEL, OUT, aliased
+from runtime.backbones import DEFAULT_MODEL
 from runtime.messages import ToolSpec
 from runtime.parsers import FAMILIES, ParseResult, parse_reply
 
@@ -66,10 +68,10 @@ def result_json(result: ParseResult) -> dict[str, Any]:
 
 def parse_command(
     family: Annotated[
-        str | None, typer.Option("--family", "-f", help=f"Parser family: {', '.join(FAMILIES)}.")
+        str | None, typer.Option(*FAMILY, help=f"Parser family: {', '.join(FAMILIES)}.")
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Use this model's profile parser.")
+        str | None, typer.Option(*MODEL, help="Use this model's profile parser.")
     ] = None,
     tools: Annotated[
         Path | None, typer.Option("--tools", help="OpenAI function-tools JSON file.")
@@ -87,7 +89,7 @@ def parse_command(
     if family is None:
         from runtime.profiles import resolve_profile
 
-        family = resolve_profile(model or "local/smollm2-135m").parser
+        family = resolve_profile(model or DEFAULT_MODEL).parser
     if family not in FAMILIES:
         raise typer.BadParameter(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
     offered = load_tools(tools) if tools is not None else list(default_tools())
@@ -97,21 +99,20 @@ def parse_command(
 
 
 def compliance_command(
-    model: Annotated[
-        list[str], typer.Option("--model", "-m", help="Backbone model string (repeatable).")
-    ],
+    model: Annotated[list[str], typer.Option(*MODEL, help="Backbone model string (repeatable).")],
     adapters: Annotated[
         AdapterMode, typer.Option("--adapters", help="Parse with adapters off, on, or both.")
     ] = AdapterMode.off,
     n: Annotated[
         int | None, typer.Option("--n", min=1, help="Replies per backbone (default: all 16).")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Directory for the table files.")] = Path(
+    out: Annotated[Path, typer.Option(*OUT, help="Directory for the table files.")] = Path(
         "results/compliance"
     ),
-    max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=16, help="Output token limit per reply.")
+    max_output_tokens: Annotated[
+        int, typer.Option(*MAX_OUTPUT_TOKENS, min=16, help="Output token limit per reply.")
     ] = 256,
+    old_max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=16, hidden=True)] = None,
 ) -> None:
     """Send tool-eliciting prompts to each backbone and tabulate how many replies became
     executable tool calls (Markdown + JSON)."""
@@ -120,8 +121,9 @@ def compliance_command(
     from runtime.compliance import render_markdown, run_compliance, write_report
 
     modes = {AdapterMode.off: (False,), AdapterMode.on: (True,), AdapterMode.both: (False, True)}
+    budget = aliased(max_output_tokens, old_max_tokens, "--max-tokens", MAX_OUTPUT_TOKENS[0])
     try:
-        backbones = [make_backbone(name, max_output_tokens=max_tokens) for name in model]
+        backbones = [make_backbone(name, max_output_tokens=budget) for name in model]
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     study = run_compliance(

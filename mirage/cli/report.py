@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mirage.cli.options import WORKSPACE, fail
+
 if TYPE_CHECKING:
     from harness.records import ProbeRecord
     from harness.report import ReportFiles
@@ -26,8 +28,7 @@ DirArgument = Annotated[
 WorkspaceOption = Annotated[
     Path | None,
     typer.Option(
-        "--workspace",
-        "-w",
+        *WORKSPACE,
         help="Workspace whose manifest canonicalises SOURCE answers (default: the one the run "
         "used, found through DIR/workspace-link.json, DIR/workspace or ../workspace).",
     ),
@@ -51,9 +52,8 @@ def _profile(name: str) -> ScoringProfile:
 
 
 def _bad_file(exc: Exception) -> typer.Exit:
-    """A corrupt or busy results file: one line on stderr, exit 1 (not a usage error)."""
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(code=1)
+    """A corrupt or busy results file: one line on stderr, exit 2 (bad input)."""
+    return fail(str(exc))
 
 
 def _read(directory: Path) -> list[ProbeRecord]:

@@ -9,12 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
-from harness.run import DEFAULT_MODEL, RunConfig
+from harness.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.run import RunConfig
+from mirage.cli.options import EXIT_FAILURE, MODEL, OUT, SUMMARY_FORMAT, fail
+
+if TYPE_CHECKING:
+    from harness.report import ReportFiles
 
 PLAIN_PROGRESS_INTERVAL_S = 5.0
 PLAIN_PROGRESS_HEARTBEAT_S = 60.0
@@ -154,28 +159,39 @@ def _conditions(value: str) -> list[str]:
     return items
 
 
+DEFAULTS = RunConfig.model_construct()
+"""``RunConfig``'s defaults (unvalidated, nothing else set): the API and the command share them."""
+
+
 def run(
-    pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = "mirage-core",
+    pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = DEFAULTS.pack,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", help="Answerer model (repeatable); default the embedded SmolLM2"),
+        typer.Option(*MODEL, help="Answerer model (repeatable); default the embedded SmolLM2"),
     ] = None,
     trunk_model: Annotated[
-        str, typer.Option(help="Model that plays the trunk; 'scripted' replays fixed replies")
-    ] = DEFAULT_MODEL,
+        str,
+        typer.Option(
+            help=f"Model that plays the trunk; '{SCRIPTED_TRUNK_MODEL}' replays fixed replies"
+        ),
+    ] = DEFAULTS.trunk_model,
     summarizer: Annotated[
         str | None, typer.Option(help="Compaction summarizer model (default: the trunk model)")
     ] = None,
-    profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = "scaled",
+    profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = DEFAULTS.profile,
     scoring: Annotated[
         str,
         typer.Option(
             help="Probe wording and scoring rules: paper (the authors' released scorer) or "
             "lenient (tolerant; docs/metrics.md)"
         ),
-    ] = "paper",
-    conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = "C0,Cm",
-    repeats: Annotated[int, typer.Option(min=1, help="Independent repeats per probe")] = 1,
+    ] = DEFAULTS.scoring,
+    conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = ",".join(
+        DEFAULTS.conditions
+    ),
+    repeats: Annotated[
+        int, typer.Option(min=1, help="Independent repeats per probe")
+    ] = DEFAULTS.repeats,
     limit: Annotated[
         int,
         typer.Option(
@@ -183,21 +199,26 @@ def run(
             help="Questions to use, as whole answerable/unanswerable pairs "
             "spread over the evidence objects; 0 = every question",
         ),
-    ] = 12,
+    ] = DEFAULTS.limit or 0,
     summary_format: Annotated[
         str,
         typer.Option(
+            *SUMMARY_FORMAT,
             help="Compaction summary format (verbatim, free-form, "
-            "per-fact-citations, template:FILE)"
+            "per-fact-citations, template:FILE)",
         ),
-    ] = "verbatim",
-    memory_flush: Annotated[bool, typer.Option(help="Pre-compaction memory flush")] = True,
-    seed: Annotated[int, typer.Option(help="Filler sampling seed")] = 0,
-    out: Annotated[Path, typer.Option(help="Output folder (re-run to resume)")] = Path(
-        "mirage-runs/default"
-    ),
-    concurrency: Annotated[int, typer.Option(min=1, help="Probes in flight at once")] = 1,
-    adapters: Annotated[bool, typer.Option(help="Pseudo-tool adapters on")] = False,
+    ] = DEFAULTS.summary_format,
+    memory_flush: Annotated[
+        bool, typer.Option(help="Pre-compaction memory flush")
+    ] = DEFAULTS.memory_flush,
+    seed: Annotated[int, typer.Option(help="Filler sampling seed")] = DEFAULTS.seed,
+    out: Annotated[
+        Path, typer.Option(*OUT, help="Output folder (re-run to resume)")
+    ] = DEFAULTS.out,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Probes in flight at once")
+    ] = DEFAULTS.concurrency,
+    adapters: Annotated[bool, typer.Option(help="Pseudo-tool adapters on")] = DEFAULTS.adapters,
     api_base: Annotated[
         str | None, typer.Option(help="Base URL for non-local models (OpenAI-compatible)")
     ] = None,
@@ -219,7 +240,7 @@ def run(
     ] = None,
     agent_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds an agent may take for one probe")
-    ] = 120.0,
+    ] = DEFAULTS.agent_timeout_s,
     memory_url: Annotated[
         str | None,
         typer.Option(
@@ -245,12 +266,9 @@ def run(
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
     SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
-    from harness.report import write_report
-    from harness.report.tables import table1
-
     config = _config(
         pack=pack,
-        models=model or [DEFAULT_MODEL],
+        models=model or DEFAULTS.models,
         trunk_model=trunk_model,
         summarizer_model=summarizer,
         profile=profile,
@@ -275,25 +293,34 @@ def run(
     )
     started = time.perf_counter()
     with _progress_display() as progress:
-        folders = _execute(config, progress)
-    for folder in folders:
-        files = write_report(folder)
-        typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
-        typer.echo(table1(files.aggregate))
-        if agent is not None:
-            from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
-
-            attribution = (folder / ATTRIBUTION_FILE).read_text()
-            typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
-        typer.echo(f"\nreport: {files.report}")
-    if len(folders) > 1:
+        reports = _execute(config, progress)
+    for files in reports:
+        _print_report(files, config)
+    if len(reports) > 1:
         from harness.records import read_records
         from harness.report.compare import write_comparison
 
+        folders = [files.report.parent for files in reports]
         answerers = {f: read_records(f) for f in folders}
         compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+
+
+def _print_report(files: ReportFiles, config: RunConfig) -> None:
+    """Table 1 of one result folder, its attribution summary (``--agent``) and where the report
+    is."""
+    from harness.report.tables import table1
+
+    folder = files.report.parent
+    typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
+    typer.echo(table1(files.aggregate))
+    if config.agent is not None:
+        from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
+
+        attribution = (folder / ATTRIBUTION_FILE).read_text()
+        typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
+    typer.echo(f"\nreport: {files.report}")
 
 
 def _progress_display() -> Any:
@@ -320,27 +347,27 @@ def _config(**fields: Any) -> RunConfig:
         return RunConfig(**fields)
     except ValidationError as exc:
         problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
-        typer.echo(f"error: {problems}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(problems) from exc
 
 
-def _execute(config: RunConfig, progress: Any) -> list[Path]:
+def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:
+    """Run every stage; the report of each result folder."""
     from harness.agents.openclaw.errors import OpenClawError
     from harness.attribution import AttributionError
     from harness.run import MirageRun, ResumeError, RunInputError
     from runtime.backbones.base import ProviderError
 
     try:
-        return list(asyncio.run(MirageRun(config, progress).execute()))
+        mirage_run = MirageRun(config, progress)
+        asyncio.run(mirage_run.execute())
+        return mirage_run.reports
     except (AttributionError, ResumeError, RunInputError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(str(exc)) from exc
     except OpenClawError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=1) from exc
+        raise fail(str(exc), EXIT_FAILURE) from exc
     except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
-        typer.echo(f"error: {exc.detail}; results so far are kept, re-run to resume", err=True)
-        raise typer.Exit(code=1) from exc
+        message = f"{exc.detail}; results so far are kept, re-run to resume"
+        raise fail(message, EXIT_FAILURE) from exc
 
 
 def register(app: typer.Typer) -> None:

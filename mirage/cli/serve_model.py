@@ -11,12 +11,17 @@ from typing import Annotated
 
 import typer
 
+from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, fail
+from runtime.backbones import DEFAULT_MODEL
+
 
 def serve_model(
     model: Annotated[
         str,
-        typer.Option(help="Backbone: local/smollm2-135m (embedded) or any litellm model string"),
-    ] = "local/smollm2-135m",
+        typer.Option(
+            *MODEL, help=f"Backbone: {DEFAULT_MODEL} (embedded) or any litellm model string"
+        ),
+    ] = DEFAULT_MODEL,
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free port)")] = 8000,
     name: Annotated[
@@ -30,7 +35,9 @@ def serve_model(
     ] = None,
     max_output_tokens: Annotated[
         int | None,
-        typer.Option(min=1, help="Reply budget when a request sets no max_tokens"),
+        typer.Option(
+            *MAX_OUTPUT_TOKENS, min=1, help="Reply budget when a request sets no max_tokens"
+        ),
     ] = None,
     tool_mode: Annotated[
         str | None, typer.Option(help="native or text (default: from the model's profile)")
@@ -70,8 +77,7 @@ def serve_model(
             tool_mode=tool_mode,
         )
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+        raise fail(str(exc)) from exc
     backbone.load()  # the embedded model loads now, not on the first request
     request_log = RequestLog(log_path, with_content=log_content) if log_path else None
     app = create_app(

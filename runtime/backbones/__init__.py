@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.backbones.base import (
+    LOCAL_PREFIX,
     RETRYABLE_KINDS,
     Backbone,
     Completion,
@@ -30,7 +31,6 @@ from runtime.backbones.scripted import (
 
 DEFAULT_MODEL = SMOLLM2_MODEL
 LOCAL_MODELS: tuple[str, ...] = (SMOLLM2_MODEL,)
-LOCAL_PREFIX = "local/"
 
 _LITELLM_OPTIONS = frozenset(
     {

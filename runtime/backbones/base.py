@@ -26,6 +26,9 @@ from runtime.messages import Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile
 from runtime.tokens import estimate_prompt_tokens
 
+LOCAL_PREFIX = "local/"
+"""Model strings with this prefix name an embedded model (no provider, no network)."""
+
 ToolMode = Literal["native", "text"]
 ProviderErrorKind = Literal[
     "rate_limit",

@@ -23,7 +23,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.backbones.base import Backbone, Completion, PromptCount, ProviderError, ToolMode
+from runtime.backbones.base import (
+    LOCAL_PREFIX,
+    Backbone,
+    Completion,
+    PromptCount,
+    ProviderError,
+    ToolMode,
+)
 from runtime.backbones.llama_worker import (
     CHATML_END,
     Generated,
@@ -37,7 +44,7 @@ from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 
-SMOLLM2_MODEL = "local/smollm2-135m"
+SMOLLM2_MODEL = f"{LOCAL_PREFIX}smollm2-135m"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 THREADS_ENV = "MIRAGE_LLAMA_THREADS"

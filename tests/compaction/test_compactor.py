@@ -102,8 +102,12 @@ async def test_compacting_a_snapshot_never_touches_the_input(tmp_path: Path) -> 
 def test_cli_reports_bad_input_clearly(tmp_path: Path, cli_runner: CliRunner) -> None:
     runner = cli_runner
     missing = runner.invoke(app, ["compact", str(tmp_path / "x.session"), "--out", str(tmp_path)])
-    assert missing.exit_code == 1 and "cannot read snapshot" in missing.output
+    assert missing.exit_code == 2 and "cannot read snapshot" in missing.output
     source = save_snapshot(session_with(conversation(turns=3)), tmp_path)
-    bad = runner.invoke(app, ["compact", str(source), "--format", "haiku", "--out", str(tmp_path)])
-    assert bad.exit_code == 1 and "unknown summary format 'haiku'" in bad.output
+    args = ["compact", str(source), "--summary-format", "haiku", "--out", str(tmp_path)]
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2 and "unknown summary format 'haiku'" in bad.output
+    old_spelling = runner.invoke(app, [arg.replace("--summary-format", "--format") for arg in args])
+    assert old_spelling.exit_code == 2 and "unknown summary format 'haiku'" in old_spelling.output
+    assert "--format is deprecated; use --summary-format" in old_spelling.output
     assert isinstance(load_snapshot(source).messages[-1], AssistantMessage)

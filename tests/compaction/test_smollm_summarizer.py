@@ -57,11 +57,11 @@ def test_mirage_compact_with_smollm2(tmp_path: Path, cli_runner: CliRunner) -> N
         [
             "compact",
             str(source),
-            "--format",
+            "--summary-format",
             "verbatim",
             "--summarizer",
             "local/smollm2-135m",
-            "--max-summary-tokens",
+            "--max-output-tokens",
             "32",
             "--keep-recent-tokens",
             "150",

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from compaction.transcript import (
     SUMMARY_MARKER,
     previous_summary,
-    render_transcript,
+    render_message,
     summary_message,
     tail_start,
 )
@@ -95,8 +95,8 @@ def test_render_keeps_ids_paths_and_image_references() -> None:
             tool_call_id="call-7", name="artifact_get", content="Berlin,1830", is_error=False
         ),
     ]
-    text = render_transcript(messages, first_index=5)
-    assert "[5] USER: see chart" in text
-    assert "artifact_id=chart_3f9a1c20 path=artifacts/chart_3f9a1c20.png" in text
-    assert 'ASSISTANT TOOL CALL call-7: artifact_get({"path": "derived/x.csv"})' in text
-    assert "[7] TOOL RESULT call-7 from artifact_get: Berlin,1830" in text
+    user, assistant, result = (render_message(message) for message in messages)
+    assert user.startswith("USER: see chart")
+    assert "artifact_id=chart_3f9a1c20 path=artifacts/chart_3f9a1c20.png" in user
+    assert 'ASSISTANT TOOL CALL call-7: artifact_get({"path": "derived/x.csv"})' in assistant
+    assert result == "TOOL RESULT call-7 from artifact_get: Berlin,1830"

@@ -159,7 +159,7 @@ def test_cli_import_exits_non_zero_with_the_problem(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app, ["cue", "import", str(source), "--out", str(tmp_path / "pack")]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "qa_id 0-Pets-1" in result.output and "answer" in result.output
     assert "Traceback" not in result.output
 

@@ -132,7 +132,7 @@ def test_a_contrast_must_differ_in_exactly_its_factor(tmp_path: Path) -> None:
 
 def test_cli_reports_a_bad_system_without_a_traceback() -> None:
     result = CliRunner().invoke(app, ["cue", "run", "--system", "nope"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown system(s) ['nope']" in result.output and "Traceback" not in result.output
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, ProbeReply
+from harness.agents.command import CommandAgent
+from harness.agents.openai_endpoint import OpenAIEndpointAgent
 from harness.attribution import (
     AttributedAgent,
     AttributionError,
@@ -84,12 +85,11 @@ def test_reports_are_compared_with_what_the_server_saw() -> None:
     assert other_tools is None  # only the memory server's tools can be checked
 
 
-class LoggingAgent:
+class LoggingAgent(AgentUnderTest):
     """An external agent double that makes its memory calls by appending to the call log."""
 
     def __init__(self, log: CallLog, calls: list[CallRecord], reported: list[str] | None) -> None:
         self.name = "double"
-        self.memory_url: Callable[[str], str] | None = None
         self.log = log
         self.calls = calls
         self.reported = reported
@@ -122,3 +122,23 @@ async def test_attributed_agent_labels_from_the_server_log(tmp_path: Path) -> No
     reply = await agent.probe(checkpoint, "Q", tag="p2")
     assert retrieval_path(reply.tool_calls) == "R_context"
     assert reply.trace["attribution"]["disagreement"] is None
+
+
+def test_attributed_agent_binds_the_memory_url_of_the_agent_it_wraps(tmp_path: Path) -> None:
+    checkpoint = make_checkpoint(tmp_path / "family")
+    inner = CommandAgent(["agent"])
+    agent = AttributedAgent(inner, tmp_path / "calls.jsonl")
+    agent.bind_memory(lambda tag: f"http://127.0.0.1:9/t/{tag}/mcp")
+    request, _ = inner.build_request(checkpoint, "Q", "S2.C0.q1.r0")
+    assert request.memory_url == "http://127.0.0.1:9/t/S2.C0.q1.r0/mcp"
+    agent.bind_memory(None)
+    assert inner.build_request(checkpoint, "Q", "S2.C0.q1.r0")[0].memory_url is None
+
+
+async def test_attributed_agent_closes_the_agent_it_wraps(tmp_path: Path) -> None:
+    inner = OpenAIEndpointAgent("http://127.0.0.1:9/v1")
+    client = inner.client()
+    await AttributedAgent(inner, tmp_path / "calls.jsonl").aclose()
+    assert client.is_closed
+    holding_nothing = LoggingAgent(CallLog(tmp_path / "calls.jsonl"), [], reported=None)
+    await AttributedAgent(holding_nothing, tmp_path / "calls.jsonl").aclose()

@@ -150,7 +150,7 @@ def test_report_of_a_corrupt_results_file_is_one_line(tmp_path: Path) -> None:
     )
     for command in ("report", "rescore"):
         result = CliRunner().invoke(app, [command, str(tmp_path)])
-        assert_one_line_error(result, f"error: {path}:2: corrupt probe record", exit_code=1)
+        assert_one_line_error(result, f"error: {path}:2: corrupt probe record", exit_code=2)
 
 
 def test_duplicate_lines_keep_the_first(tmp_path: Path) -> None:

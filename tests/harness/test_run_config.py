@@ -47,3 +47,23 @@ def test_a_good_summary_template_passes(tmp_path: Path) -> None:
     template = tmp_path / "t.txt"
     template.write_text("Keep every number. {focus}\n{transcript}")
     assert RunConfig(summary_format=f"template:{template}").summary_format.endswith("t.txt")
+
+
+def test_the_command_runs_with_exactly_the_api_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+
+    def capture(config: RunConfig, progress: object) -> list[object]:
+        seen.append(config)
+        return []
+
+    monkeypatch.setattr("mirage.cli.run._execute", capture)
+    result = CliRunner().invoke(app, ["run"])
+    assert result.exit_code == 0, result.output
+    assert seen == [RunConfig()]
+
+
+def test_limit_zero_uses_every_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+    monkeypatch.setattr("mirage.cli.run._execute", lambda config, _: seen.append(config) or [])
+    assert CliRunner().invoke(app, ["run", "--limit", "0"]).exit_code == 0
+    assert seen[0].limit is None

@@ -60,7 +60,10 @@ def _run(tmp_path: Path, answerer: FunctionBackbone, scoring: ProfileName = "pap
 
 async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> None:
     answerer = FunctionBackbone(oracle, model="oracle", context_window=8192)
-    [folder] = await _run(tmp_path, answerer).execute()
+    run = _run(tmp_path, answerer)
+    [folder] = await run.execute()
+    [report] = run.reports
+    assert report.report == folder / "report.md" and report.aggregate.states
 
     records = read_records(folder / "results.jsonl")
     assert len(records) == 4 * 4 * 2  # questions x states x conditions

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.states import paper_profile, resolve_profile, scaled_profile
+from harness.states import depth_profile, paper_profile, scaled_profile
 from harness.trunk import TrunkError, check_states_reachable, compaction_config
 
 
@@ -38,11 +38,11 @@ def test_user_defined_profile_from_yaml(tmp_path: Path) -> None:
         "  - {name: deep, kind: depth, eit: 6000}\n"
         "  - {name: after-2, kind: compaction, compactions: 2}\n"
     )
-    profile = resolve_profile(str(path), 4096)
+    profile = depth_profile(str(path), 4096)
     assert [s.name for s in profile.states] == ["early", "deep", "after-2"]
     assert profile.state("after-2").compactions == 2
     path.write_text("name: bad\nwindow: 8192\nstates:\n  - {name: deep, kind: depth}\n")
     with pytest.raises(ValueError, match="needs 'eit'"):
-        resolve_profile(str(path), 4096)
+        depth_profile(str(path), 4096)
     with pytest.raises(ValueError, match="unknown depth profile"):
-        resolve_profile("nope", 4096)
+        depth_profile("nope", 4096)

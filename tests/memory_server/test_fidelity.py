@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from memory_server.calllog import read_calls
 from memory_server.embedding import Embedder
+from memory_server.errors import UnknownVersionError
 from memory_server.index import HybridIndex, IndexConfig
-from memory_server.server import build_server, service_of
+from memory_server.server import build_server
 from memory_server.workspace import Workspace
 from mirage.cli import app
 from tests.memory_server.conftest import write_workspace
@@ -45,7 +46,7 @@ def files_server(tmp_path: Path) -> Any:
 async def test_appended_note_is_cited_as_artifact_get_returns_it(
     files_server: Any, odd: str
 ) -> None:
-    root = service_of(files_server).workspace.root
+    root = files_server.service.workspace.root
     first = f"alpha fact{odd}beta fact"
     second = "chart_3f9a1c20 shows Berlin at 2110 EUR in 2023."
     async with mcp.Client(files_server) as client:
@@ -70,8 +71,8 @@ async def test_appended_note_is_cited_as_artifact_get_returns_it(
     assert first.encode() in before
     assert [got["content"] for got in cited] == [first, second]
     assert [got["citation"] for got in cited] == [landed["citation"], then["citation"]]
-    workspace = service_of(files_server).workspace
-    calls = read_calls(service_of(files_server).call_log.path)
+    workspace = files_server.service.workspace
+    calls = read_calls(files_server.service.call_log.path)
     assert [call.tool for call in calls] == ["memory_append"] * 2 + ["artifact_get"] * 2
     assert calls[0].arguments["text"] == first
     assert workspace.resolve(then["citation"]) == "chart_3f9a1c20"
@@ -79,11 +80,11 @@ async def test_appended_note_is_cited_as_artifact_get_returns_it(
 
 
 async def test_append_keeps_earlier_bytes_that_are_not_utf8_or_lf(files_server: Any) -> None:
-    root = service_of(files_server).workspace.root
+    root = files_server.service.workspace.root
     note = root / "memory" / "2026-02-01.md"
     original = b"# 2026-02-01\r\nold line\rwith a lone CR\r\n\xff\xfe not utf-8\r\n"
     note.write_bytes(original)
-    workspace = service_of(files_server).workspace
+    workspace = files_server.service.workspace
     landed = workspace.append_note("new fact", date="2026-02-01")
     assert note.read_bytes().startswith(original)
     async with mcp.Client(files_server) as client:
@@ -97,7 +98,7 @@ async def test_append_keeps_earlier_bytes_that_are_not_utf8_or_lf(files_server: 
 
 
 async def test_flipped_byte_in_a_stored_version_is_refused(files_server: Any) -> None:
-    workspace = service_of(files_server).workspace
+    workspace = files_server.service.workspace
     version = workspace.snapshot()
     entry = workspace.version(version).files["derived/chart_3f9a1c20.table.csv"]
     blob = workspace.store.blob_path(entry.sha256)
@@ -112,12 +113,30 @@ async def test_flipped_byte_in_a_stored_version_is_refused(files_server: Any) ->
     assert "Miso" in intact["content"]
 
 
+async def test_pin_serves_one_version_and_refuses_an_unknown_one(files_server: Any) -> None:
+    service = files_server.service
+    version = service.workspace.snapshot()
+    landed = service.workspace.append_note("written after the snapshot", date="2026-02-02")
+    service.pin(version)
+    with pytest.raises(UnknownVersionError):
+        service.pin("v_doesnotexist")
+    assert service.version == version
+    async with mcp.Client(files_server) as client:
+        pinned = await client.call_tool("artifact_get", {"ref": landed.path})
+        service.pin(None)
+        live = _structured(await client.call_tool("artifact_get", {"ref": landed.path}))
+    assert landed.path in _error_text(pinned)
+    assert "written after the snapshot" in live["content"]
+
+
 def test_corrupted_version_file_is_a_one_line_error(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
     version = Workspace.open(root).snapshot()
     target = root / ".mirage" / "versions" / f"{version}.json"
     target.write_bytes(target.read_bytes()[:-40] + b"garbage")
-    result = CliRunner().invoke(app, ["memory", "search", str(root), "rent", "--version", version])
+    result = CliRunner().invoke(
+        app, ["memory", "search", "-w", str(root), "rent", "--version", version]
+    )
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "is corrupted" in lines[0] and version in lines[0], result.output
@@ -126,7 +145,7 @@ def test_corrupted_version_file_is_a_one_line_error(tmp_path: Path) -> None:
 async def test_symlinks_into_server_state_are_neither_served_nor_listed(
     files_server: Any,
 ) -> None:
-    workspace = service_of(files_server).workspace
+    workspace = files_server.service.workspace
     root = workspace.root
     async with mcp.Client(files_server) as client:
         await client.call_tool("artifact_get", {"ref": "MEMORY.md"})  # the call log now exists

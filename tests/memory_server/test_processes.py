@@ -80,7 +80,7 @@ def test_second_writer_names_the_holder_then_takes_over_after_kill_9(tmp_path: P
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
-        refused = _run(_memory("index", str(root), "--lock-timeout", "1"))
+        refused = _run(_memory("index", "-w", str(root), "--lock-timeout", "1"))
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
@@ -92,7 +92,7 @@ def test_second_writer_names_the_holder_then_takes_over_after_kill_9(tmp_path: P
     left = read_holder(_lock_file(root))
     assert left is not None and left.pid == holder.pid  # the killed holder never released it
 
-    taken = _run(_memory("index", str(root), "--lock-timeout", "5"))
+    taken = _run(_memory("index", "-w", str(root), "--lock-timeout", "5"))
     assert taken.returncode == 0, taken.stderr
     assert "index.writer_lock_recovered" in taken.stderr and f"pid {holder.pid}" in taken.stderr
     assert "+9 units" in taken.stdout
@@ -105,9 +105,9 @@ def test_concurrent_writers_leave_one_consistent_index(tmp_path: Path) -> None:
     held_back = tmp_path / "held-back"
     # Index everything once (every text lands in the embedding cache), then without notes/:
     # the writers below then add those units back and rebuild, all without the model.
-    assert _run(_memory("index", str(root))).returncode == 0
+    assert _run(_memory("index", "-w", str(root))).returncode == 0
     (root / "notes").rename(held_back)
-    assert _run(_memory("index", str(root))).returncode == 0
+    assert _run(_memory("index", "-w", str(root))).returncode == 0
     held_back.rename(root / "notes")
     commands = [["index", str(root)], ["index", "--rebuild", str(root)]] * 2
     writers = [
@@ -179,14 +179,14 @@ def _top_path(result: Any) -> str:
 @pytest.mark.slow
 async def test_server_keeps_answering_through_a_rebuild(tmp_path: Path) -> None:
     root = _bigger_workspace(tmp_path / "ws", 60)
-    assert _run(_memory("index", str(root))).returncode == 0
+    assert _run(_memory("index", "-w", str(root))).returncode == 0
     server = _HttpServer(root, tmp_path / "server.log")
     try:
         await server.ready()
         query = {"query": "shipment ZQ017X crates"}
         assert _top_path(await server.call("artifact_recall", query)) == "notes/record_017.txt"
         rebuild = subprocess.Popen(
-            _memory("index", "--rebuild", str(root)),
+            _memory("index", "--rebuild", "-w", str(root)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(),
@@ -210,7 +210,7 @@ async def test_server_keeps_answering_through_a_rebuild(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_two_servers_on_one_workspace_under_load(tmp_path: Path) -> None:
     root = _bigger_workspace(tmp_path / "ws", 40)
-    assert _run(_memory("index", str(root))).returncode == 0
+    assert _run(_memory("index", "-w", str(root))).returncode == 0
     servers = [_HttpServer(root, tmp_path / f"server-{n}.log") for n in range(2)]
     failures: list[str] = []
 

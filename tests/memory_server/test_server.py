@@ -18,7 +18,7 @@ from memory_server.calllog import read_calls
 from memory_server.embedding import Embedder
 from memory_server.http import HttpServerThread, build_http_app
 from memory_server.index import HybridIndex, IndexConfig
-from memory_server.server import build_server, service_of, tools_specs
+from memory_server.server import build_server, tools_specs
 from memory_server.workspace import Workspace
 from runtime.offline import offline_env
 from tests.memory_server.conftest import write_workspace
@@ -82,7 +82,7 @@ async def test_recall_get_append_in_process(server: Any) -> None:
         again = _structured(await client.call_tool("artifact_recall", {"query": "Dana owns"}))
     assert note["path"].startswith("memory/")
     assert any(hit["path"] == note["path"] for hit in again["hits"])
-    calls = read_calls(service_of(server).call_log.path)
+    calls = read_calls(server.service.call_log.path)
     assert [call.tool for call in calls] == [
         "artifact_recall",
         "artifact_get",
@@ -125,7 +125,7 @@ async def test_bad_input_gets_clear_errors_and_server_keeps_serving(server: Any)
             assert message in _error_text(result), (tool, arguments)
         still = await client.call_tool("artifact_get", {"ref": "MEMORY.md"})
         assert "Miso" in _structured(still)["content"]
-    logged = read_calls(service_of(server).call_log.path)
+    logged = read_calls(server.service.call_log.path)
     failed = [call for call in logged if call.error]
     assert any("'..' is not allowed" in (call.error or "") for call in failed)
     huge = next(call for call in logged if "limit is 2000" in (call.error or ""))
@@ -135,7 +135,7 @@ async def test_bad_input_gets_clear_errors_and_server_keeps_serving(server: Any)
 async def test_symlink_escape_is_a_tool_error(server: Any, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("password=hunter2")
-    os.symlink(secret, service_of(server).workspace.root / "notes" / "leak.txt")
+    os.symlink(secret, server.service.workspace.root / "notes" / "leak.txt")
     async with mcp.Client(server) as client:
         result = await client.call_tool("artifact_get", {"ref": "notes/leak.txt"})
         text = _error_text(result)
@@ -174,7 +174,7 @@ async def test_http_attribution_by_path_and_header_with_concurrent_clients(serve
                 group.start_soon(by_header, tag)
         untagged = await _recall_over_http(http.url, "cat")
         assert not untagged.is_error
-    log_path = service_of(server).call_log.path
+    log_path = server.service.call_log.path
     for tag in tags:
         calls = read_calls(log_path, tag=tag)
         assert len(calls) == 1, tag

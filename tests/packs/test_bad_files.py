@@ -35,7 +35,7 @@ def test_non_utf8_pack_files_are_one_problem_naming_the_file(tmp_path: Path, nam
         f"{pack_dir / name}: not UTF-8 text (byte 0xe9 at offset {_offset(pack_dir / name)})"
     ]
     result = runner.invoke(app, ["pack", "validate", str(pack_dir)])
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"{pack_dir / name}: not UTF-8 text" in result.output
 
 
@@ -119,5 +119,5 @@ def test_import_with_a_missing_artifacts_folder_is_one_line(tmp_path: Path) -> N
     )
     missing = tmp_path / "no-such-folder"
     result = _import(bank, missing, tmp_path / "p")
-    assert_one_line_error(result, f"error: {missing}: no such folder", exit_code=1)
+    assert_one_line_error(result, f"error: {missing}: no such folder", exit_code=2)
     assert not (tmp_path / "p").exists()

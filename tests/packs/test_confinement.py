@@ -112,7 +112,7 @@ def test_cli_validate_and_run_refuse_the_escaping_pack_before_touching_disk(
     _edit_pack(pack_dir, _add_derived("../escaped.txt"))
     (pack_dir.parent / "escaped.txt").write_text("outside the pack")
     result = runner.invoke(app, ["pack", "validate", str(pack_dir)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "artifacts.0.derived.3.path" in result.output and "leaves the pack" in result.output
 
     out = tmp_path / "runs" / "r"

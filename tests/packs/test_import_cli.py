@@ -125,7 +125,7 @@ def test_cli_validate_ok_and_failing(tmp_path: Path) -> None:
     first_original = next((broken / "artifacts").iterdir())
     first_original.unlink()
     result = runner.invoke(app, ["pack", "validate", str(broken)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "does not exist" in result.output
 
 

@@ -111,7 +111,7 @@ def test_compliance_runs_on_the_embedded_model(tmp_path: Path) -> None:
             "both",
             "--out",
             str(tmp_path),
-            "--max-tokens",
+            "--max-output-tokens",
             "96",
         ],
     )

@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from harness.agents.base import ProbeReply
+from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.agents.openclaw.config import ANSWER_MODEL, MCP_SERVER
 from harness.agents.openclaw.errors import OpenClawError
 from harness.agents.openclaw.gateway import TurnError
@@ -95,12 +94,14 @@ def restored_digest(memory_sha256: str, requests: list[RequestRecord]) -> str | 
     return hashlib.sha256(f"{memory_sha256}:{history}".encode()).hexdigest()
 
 
-class OpenClawAgent:
+class OpenClawAgent(AgentUnderTest):
     def __init__(self, claw: OpenClawHarness, name: str) -> None:
         self.claw = claw
         self.name = name
-        self.memory_url: Callable[[str], str] | None = None  # OpenClaw's MCP URL is in its config
         self._states: dict[Path, OpenClawCheckpoint] = {}
+
+    def bind_memory(self, memory_url: MemoryURL | None) -> None:
+        """Nothing to bind per probe: OpenClaw's MCP URL is fixed in its generated config."""
 
     def restore_memory(self, checkpoint: Checkpoint) -> OpenClawCheckpoint:
         state = self._states.get(checkpoint.directory)

@@ -11,8 +11,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.packs.pack import BUNDLED_DIR
-
 
 def _builders() -> dict[str, Callable[[Path], None]]:
     from harness.packs.build.core import build_core
@@ -37,8 +35,3 @@ def build_pack(name: str, out_dir: Path) -> Path:
             shutil.rmtree(target)
         shutil.move(staging, target)
     return target
-
-
-def build_all(out_dir: Path = BUNDLED_DIR) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [build_pack(name, out_dir) for name in BUNDLED_PACKS]

@@ -1,0 +1,75 @@
+"""What every ``mirage`` command shares: flag names, exit codes, errors and help layout.
+
+One flag spelling per thing: a command that takes a workspace, a model, a reply budget, a
+summary format or an output folder spells it as below (``tests/test_cli_conventions.py``
+checks that no flag means two things). Old spellings stay as hidden aliases that warn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import TypeVar
+
+import typer
+
+T = TypeVar("T")
+
+WORKSPACE = ("--workspace", "-w")
+MODEL = ("--model", "-m")
+OUT = ("--out", "-o")
+MAX_OUTPUT_TOKENS = ("--max-output-tokens",)
+SUMMARY_FORMAT = ("--summary-format",)
+FAMILY = ("--family", "-f")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_CODES_HELP = (
+    "Exit status: 0 done; 1 a runtime failure (a model, provider, process or machine check "
+    "failed; what was written is kept); 2 a usage error or bad input (an option, a file, a pack)."
+)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=code)
+
+
+def deprecated(old: str, new: str) -> None:
+    """Warn once on stderr that ``old`` is an old spelling of ``new``."""
+    typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+
+
+def aliased(value: T, old_value: T | None, old: str, new: str) -> T:
+    """``value``, or the value given under the hidden old spelling ``old`` (with a warning)."""
+    if old_value is None:
+        return value
+    deprecated(old, new)
+    return old_value
+
+
+def workspace_given(option: Path | None, positional: Path | None, command: str) -> Path:
+    """The workspace of ``command``: ``-w W``, or the old positional form (with a warning);
+    it must be an existing folder."""
+    if option is not None and positional is not None:
+        raise fail(f"give the workspace once: {command} -w W")
+    if positional is not None:
+        deprecated(f"'{command} W'", f"'{command} -w W'")
+    chosen = option or positional
+    if chosen is None:
+        raise fail(f"missing the workspace: {command} -w W")
+    if not chosen.is_dir():
+        raise fail(f"workspace {chosen} is not a folder")
+    return chosen
+
+
+def paragraphs(text: str | None) -> str | None:
+    """A docstring as help text: paragraphs kept, the hard line breaks inside each dropped (so
+    the help wraps at the terminal's width, not at the source's)."""
+    if not text:
+        return text
+    blocks = re.split(r"\n\s*\n", inspect.cleandoc(text))
+    return "\n\n".join(" ".join(line.strip() for line in block.splitlines()) for block in blocks)
