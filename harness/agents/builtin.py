@@ -21,13 +21,17 @@ from runtime.snapshot import SnapshotCache, session_hash
 
 
 def turn_usage(record: TurnRecord) -> ProbeUsage:
-    """EIT of the probe's first backbone call (the state's depth plus the question)."""
+    """EIT of the probe's first backbone call (the state's depth plus the question), and the
+    probe's tokens summed over its calls."""
     if not record.usage:
         return ProbeUsage()
     return ProbeUsage(
         eit=record.usage[0].input_tokens,
+        input_tokens=sum(u.input_tokens for u in record.usage),
         cached_tokens=sum(u.cached_tokens for u in record.usage),
+        cache_write_tokens=sum(u.cache_write_tokens for u in record.usage),
         output_tokens=sum(u.output_tokens for u in record.usage),
+        calls=len(record.usage),
     )
 
 
