@@ -233,6 +233,14 @@ def run(
             envvar="MIRAGE_MEMORY_TOKEN",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="Plan only: probes, input tokens per state (from existing checkpoints, else "
+            "estimated from the pack and the profile), output budget and cost with and "
+            "without prompt caching (litellm's local price map); builds and writes nothing",
+        ),
+    ] = False,
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
@@ -264,6 +272,9 @@ def run(
         memory_url=memory_url,
         memory_token=memory_token,
     )
+    if dry_run:
+        typer.echo(_plan(config))
+        return
     started = time.perf_counter()
     with _progress_display() as progress:
         folders = _execute(config, progress)
@@ -305,6 +316,18 @@ def _config(**fields: Any) -> RunConfig:
     except ValidationError as exc:
         problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
         typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(code=2) from exc
+
+
+def _plan(config: RunConfig) -> str:
+    from harness.plan import plan_run, plan_text
+    from harness.run import MirageRun, RunInputError
+    from harness.trunk import TrunkError
+
+    try:
+        return plan_text(plan_run(MirageRun(config)))
+    except (RunInputError, TrunkError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
 
 

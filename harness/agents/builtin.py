@@ -48,6 +48,18 @@ def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
     ]
 
 
+def as_answerer(session: Session, model: str, max_output_tokens: int, adapters: bool) -> None:
+    """Switch a restored trunk session to the answerer: its model, reply budget and parser."""
+    session.config = session.config.model_copy(
+        update={
+            "model": model,
+            "max_output_tokens": max_output_tokens,
+            "adapters": adapters,
+            "parser": None,
+        }
+    )
+
+
 class BuiltinAgent:
     def __init__(
         self,
@@ -67,14 +79,7 @@ class BuiltinAgent:
     def restore(self, checkpoint: Checkpoint) -> tuple[Session, str]:
         session = self._snapshots.restore(checkpoint.snapshot_path)
         restored = session_hash(session)
-        session.config = session.config.model_copy(
-            update={
-                "model": self.backbone.model,
-                "max_output_tokens": self.max_output_tokens,
-                "adapters": self.adapters,
-                "parser": None,
-            }
-        )
+        as_answerer(session, self.backbone.model, self.max_output_tokens, self.adapters)
         return session, restored
 
     async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
