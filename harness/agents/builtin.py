@@ -1,8 +1,13 @@
 """The built-in runtime as the agent under test (what ``mirage run`` uses by default).
 
 Each probe restores a fresh session from the checkpoint (verified once, then parsed from memory),
-switches it to the answerer model, connects to the memory server at the probe's own tagged URL,
-and runs one agent turn. R_tool evidence comes from the executed calls of that turn.
+switches it to the answerer model, borrows a connection to the memory server and runs one agent
+turn. R_tool evidence comes from the executed calls of that turn.
+
+Connections are pooled (``runtime.mcp_client.MCPConnectionPool``): a probe's tagged URL
+``…/t/<tag>/mcp`` becomes the plain endpoint plus the header ``X-Mirage-Tag: <tag>`` on a
+connection lent to that probe alone, so the server attributes every call to its probe at any
+concurrency, and a probe does not pay for opening a session. ``aclose()`` closes the pool.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from harness.checkpoints import Checkpoint
 from harness.records import ProbeUsage, ToolCallRecord
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
-from runtime.mcp_client import MCPServerConfig, MCPToolset
+from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
 from runtime.session import Session
 from runtime.snapshot import SnapshotCache, session_hash
 
@@ -75,6 +80,7 @@ class BuiltinAgent:
         self.max_output_tokens = max_output_tokens
         self.adapters = adapters
         self._snapshots = SnapshotCache()
+        self._pools: dict[str, MCPConnectionPool] = {}
 
     def restore(self, checkpoint: Checkpoint) -> tuple[Session, str]:
         session = self._snapshots.restore(checkpoint.snapshot_path)
@@ -105,6 +111,19 @@ class BuiltinAgent:
     async def _turn(self, session: Session, message: str, tag: str) -> TurnRecord:
         if self.memory_url is None:
             return await Agent(session, self.backbone).turn(message, purpose="probe")
-        server = MCPServerConfig(name="memory", url=self.memory_url(tag))
-        async with MCPToolset([server]) as tools:
+        from memory_server.http import untagged
+        from memory_server.server import TAG_HEADER
+
+        url, url_tag = untagged(self.memory_url(tag))
+        pool = self._pools.get(url)
+        if pool is None:
+            pool = self._pools[url] = MCPConnectionPool(MCPServerConfig(name="memory", url=url))
+        headers = {TAG_HEADER: url_tag} if url_tag else {}
+        async with pool.lease(headers) as tools:
             return await Agent(session, self.backbone, tools).turn(message, purpose="probe")
+
+    async def aclose(self) -> None:
+        """Close the pooled memory-server connections (before the server stops)."""
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            await pool.aclose()
