@@ -25,14 +25,14 @@ from harness.checkpoints import TrunkConfig, write_checkpoint
 from harness.probes import plan_probes, run_probes
 from harness.records import ResultsLog
 from harness.scoring import Gold, KnownIdResolver, get_profile
-from runtime.backbones.base import Completion
+from runtime.backbones.base import Backbone, Completion
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import resolve_profile
 
 REPLY = "ANSWERABLE=YES\nSOURCE=chart_00000001\nANSWER=1,240"
 
 
-class InstantBackbone:
+class InstantBackbone(Backbone):
     model = "instant"
     context_window = 1_000_000
     tool_mode = "text"

@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mirage.wiring import default_tools
 from runtime.parsers import parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.profiles import STYLE_OF_PARSER, ToolPromptStyle, render_tool_call
+
+DEFAULT_TOOLS = default_tools()
 
 WORDS = [
     "the",

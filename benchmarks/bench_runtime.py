@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import time_calls, write_results
 
 from runtime.agent import Agent
-from runtime.backbones.base import Completion
+from runtime.backbones.base import Backbone, Completion
 from runtime.messages import AssistantMessage, Message, ToolSpec, Usage, UserMessage
 from runtime.profiles import resolve_profile
 from runtime.session import AgentConfig, Session
@@ -35,7 +35,7 @@ def build_session(tokens: int) -> Session:
     return session
 
 
-class InstantBackbone:
+class InstantBackbone(Backbone):
     """Zero-latency backbone that does no per-call work, so only the loop is measured."""
 
     model = "instant"

@@ -26,11 +26,11 @@ from harness.packs import Pack
 from harness.states import PAPER_WINDOW, DepthProfile, StateSpec
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, Completion
-from runtime.backbones.scripted import estimate_usage
 from runtime.factory import new_session
 from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.profiles import resolve_profile
 from runtime.session import AgentConfig
+from runtime.tokens import estimate_usage
 from runtime.toolset import Toolset
 
 log = structlog.get_logger(__name__)
@@ -47,7 +47,7 @@ class TrunkError(RuntimeError):
     """The trunk could not reach every requested state."""
 
 
-class ReplayBackbone:
+class ReplayBackbone(Backbone):
     """Wraps the trunk model: replays a scripted reply when one is queued, else generates."""
 
     def __init__(self, inner: Backbone | None, context_window: int) -> None:
@@ -64,10 +64,10 @@ class ReplayBackbone:
             return await self.inner.complete(messages, tools)
         text = text if text is not None else SCRIPTED_ACKNOWLEDGEMENT
         usage = estimate_usage(messages, tools, text)
-        counter = getattr(self.inner, "count_prompt_tokens", None)
-        if counter is not None:  # the model's own tokenizer, so EIT is on one scale
+        if self.inner is not None:  # the model's own tokenizer when it has one: EIT on one scale
+            counted = self.inner.count_prompt_tokens(messages, tools)
             usage = usage.model_copy(
-                update={"input_tokens": counter(messages, tools), "source": "provider"}
+                update={"input_tokens": counted.tokens, "source": counted.source}
             )
         return Completion(text=text, usage=usage, model=self.model, finish_reason="stop")
 

@@ -1,11 +1,12 @@
 """The tool-compliance study: can a backbone express retrieval as an executable tool call?
 
-Above: ``mirage compliance``. Below: any ``Backbone`` (called directly, no agent loop or tool
-execution) and ``parse_reply``. A fixed set of questions about the user's earlier artifacts is
-sent with ``artifact_recall`` offered, once with an instruction that requires the tool and
-once without. Each reply is parsed with the backbone's profile parser — with adapters off, on,
-or both on the same replies — and tabulated per backbone: attempted, parsed ok, every failure
-label, pseudo-tool, adapted, and the share that became executable.
+Above: ``mirage compliance``, which offers the memory server's ``artifact_recall``. Below: any
+``Backbone`` (called directly, no agent loop or tool execution) and ``parse_reply``. A fixed set
+of questions about the user's earlier artifacts is sent with that tool offered, once with an
+instruction that requires the tool and once without. Each reply is parsed with the backbone's
+profile parser — with adapters off, on, or both on the same replies — and tabulated per
+backbone: attempted, parsed ok, every failure label, pseudo-tool, adapted, and the share that
+became executable.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from runtime.backbones.base import Backbone, ProviderError
 from runtime.messages import Message, SystemMessage, ToolCall, ToolSpec, UserMessage
 from runtime.parsers import parse_reply
 from runtime.parsers.base import OutcomeLabel
-from runtime.parsers.default_tools import ARTIFACT_RECALL
 
 log = structlog.get_logger(__name__)
 
@@ -225,12 +225,13 @@ def _share(outcomes: Sequence[ReplyOutcome], variant: Variant) -> float:
 async def run_compliance(
     backbones: Sequence[Backbone],
     *,
+    tools: Sequence[ToolSpec],
     adapter_modes: Sequence[bool] = (False,),
     n: int | None = None,
-    tools: Sequence[ToolSpec] = (ARTIFACT_RECALL,),
     on_reply: Callable[[ReplyRecord], None] | None = None,
 ) -> ComplianceReport:
-    """Run the study on each backbone; every adapter mode parses the same replies."""
+    """Run the study on each backbone with ``tools`` offered (``mirage compliance`` offers the
+    memory server's ``artifact_recall``); every adapter mode parses the same replies."""
     prompts = study_prompts(n)
     rows: list[ComplianceRow] = []
     replies: list[ReplyOutcome] = []

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runtime.messages import ToolSpec
 from runtime.offline import offline_env
-from runtime.toolset import ToolOutcome
+from runtime.toolset import ToolOutcome, Toolset
 
 log = structlog.get_logger(__name__)
 
@@ -77,7 +77,7 @@ def _transport(config: MCPServerConfig) -> Any:
 
 def result_text(result: Any) -> str:
     """Flatten an MCP ``CallToolResult`` into the text a model reads."""
-    texts = [block.text for block in result.content if getattr(block, "type", "") == "text"]
+    texts = [block.text for block in result.content if block.type == "text"]
     if texts:
         return "\n".join(texts)
     if result.structured_content is not None:
@@ -85,7 +85,7 @@ def result_text(result: Any) -> str:
     return ""
 
 
-class MCPToolset:
+class MCPToolset(Toolset):
     """Connects to MCP servers on ``__aenter__`` and routes calls by tool name."""
 
     def __init__(self, servers: list[MCPServerConfig]) -> None:

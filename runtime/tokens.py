@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,10 @@ from runtime.messages import (
     Message,
     SystemMessage,
     TextPart,
+    ToolCall,
     ToolResultMessage,
+    ToolSpec,
+    Usage,
     UserMessage,
 )
 
@@ -66,3 +71,24 @@ def count_message_tokens(message: Message) -> int:
             if isinstance(part, ImagePart) and not part.text_representation
         )
     return MESSAGE_OVERHEAD_TOKENS + count_tokens(message_text(message)) + images
+
+
+def estimate_prompt_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    """A tiktoken estimate of a call's input: every message and every offered tool's schema."""
+    prompt = sum(count_message_tokens(message) for message in messages)
+    return prompt + sum(count_tokens(json.dumps(tool.to_openai())) for tool in tools)
+
+
+def estimate_usage(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    text: str,
+    tool_calls: Sequence[ToolCall] = (),
+) -> Usage:
+    """A tiktoken estimate of one call, for backbones whose provider reports no usage."""
+    output = count_tokens(text) + sum(count_tokens(call.model_dump_json()) for call in tool_calls)
+    return Usage(
+        input_tokens=estimate_prompt_tokens(messages, tools),
+        output_tokens=output,
+        source="estimate",
+    )

@@ -2,12 +2,14 @@
 
 Above: the agent loop (offers ``specs()`` to the backbone, sends executable calls to
 ``call``). Below: MCP servers over stdio or streamable HTTP (``runtime.mcp_client``), or
-nothing. A tool failure is a result with ``is_error=True``, never an exception.
+nothing. A tool failure is a result with ``is_error=True``, never an exception. The whole
+contract is the ``Toolset`` base class; every toolset subclasses it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from abc import ABC, abstractmethod
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -20,13 +22,17 @@ class ToolOutcome(BaseModel):
     structured: Any = None
 
 
-class Toolset(Protocol):
-    def specs(self) -> list[ToolSpec]: ...
+class Toolset(ABC):
+    @abstractmethod
+    def specs(self) -> list[ToolSpec]:
+        """The tools offered to the backbone."""
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+    @abstractmethod
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run one tool; an unknown tool or a failure is an error outcome, never a raise."""
 
 
-class NoTools:
+class NoTools(Toolset):
     """An agent without tools."""
 
     def specs(self) -> list[ToolSpec]:

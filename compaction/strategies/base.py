@@ -218,7 +218,7 @@ class PromptStrategy:
 
     def _transcript_budget(self, summarizer: Backbone, focus: str | None, running: str) -> int:
         window = summarizer.context_window
-        output = getattr(summarizer, "max_output_tokens", None) or DEFAULT_OUTPUT_TOKENS
+        output = summarizer.max_output_tokens or DEFAULT_OUTPUT_TOKENS
         output = min(output, window // 2)
         empty = SummaryRequest(transcript="", focus=focus, previous_summary=running or None)
         overhead = sum(count_message_tokens(message) for message in self.build_prompt(empty))

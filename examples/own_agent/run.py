@@ -58,7 +58,7 @@ def start_agent(port: int, memory_url: str, log: Path, fixed_url: bool) -> subpr
 
 def run_mirage(agent_port: int, memory_url: str, limit: int, out: Path, fixed_url: bool) -> None:
     command = [
-        sys.executable, "-m", "runtime.cli", "run",
+        sys.executable, "-m", "mirage", "run",
         "--agent", f"openai:http://127.0.0.1:{agent_port}/v1",
         "--agent-model", AGENT_MODEL,
         "--memory-url", memory_url,
@@ -143,5 +143,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.chdir(HERE.parent.parent)  # the repository root, so `-m runtime.cli` resolves
+    os.chdir(HERE.parent.parent)  # the repository root, so `-m mirage` resolves
     main()

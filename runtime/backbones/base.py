@@ -7,17 +7,24 @@ usage record; it never parses text-mode tool calls itself (the loop's parser doe
 
 Provider trouble (rate limits, 5xx, timeouts, context overflow, malformed responses) surfaces
 as ``ProviderError`` after bounded retries — never as model output.
+
+The whole contract is the ``Backbone`` base class below: what every backbone must provide is
+abstract, the optional capabilities have defaults (a tiktoken estimate of the prompt, nothing
+to load, a copy with another reply budget). Every backbone subclasses it.
 """
 
 from __future__ import annotations
 
+import copy
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from runtime.messages import Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile
+from runtime.tokens import estimate_prompt_tokens
 
 ToolMode = Literal["native", "text"]
 ProviderErrorKind = Literal[
@@ -73,12 +80,45 @@ class Completion(BaseModel):
         return self.finish_reason == "length"
 
 
-class Backbone(Protocol):
+class PromptCount(NamedTuple):
+    """Input tokens of a call, and whether the model's own tokenizer counted them."""
+
+    tokens: int
+    source: Literal["provider", "estimate"]
+
+
+class Backbone(ABC):
+    """One model behind the agent loop.
+
+    ``model`` is the model string, ``context_window`` the window in tokens, ``tool_mode`` how
+    tools reach the model (``native`` provider tool calls, or ``text`` in the prompt, read back
+    by ``profile.parser``), ``max_output_tokens`` the reply budget per call (None: the
+    backbone has none, e.g. scripted replies, or leaves it to the provider)."""
+
     model: str
     context_window: int
     tool_mode: ToolMode
     profile: ModelProfile
+    max_output_tokens: int | None = None
 
-    async def complete(
+    @abstractmethod
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        """One completion of ``messages`` with ``tools`` offered; ``ProviderError`` on failure."""
+
+    def count_prompt_tokens(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
-    ) -> Completion: ...
+    ) -> PromptCount:
+        """Input tokens a call would have, without generating. Default: a tiktoken estimate;
+        a backbone with its own tokenizer at hand counts exactly (source ``provider``)."""
+        return PromptCount(estimate_prompt_tokens(messages, tools), "estimate")
+
+    def load(self) -> None:
+        """Load the model now rather than on the first call (default: nothing to load)."""
+        return None
+
+    def with_output_budget(self, max_output_tokens: int) -> Backbone:
+        """This backbone answering with at most ``max_output_tokens`` per call: a shallow copy,
+        so any loaded model is shared."""
+        budgeted = copy.copy(self)
+        budgeted.max_output_tokens = max_output_tokens
+        return budgeted

@@ -7,7 +7,7 @@ CPU lacks (an error naming the rebuild command); where the weights go (llama.cpp
 types, with its extra buffer types, AMX and CPU_REPACK, off); and a short real prefill and
 decode in the worker process, so a native crash is reported by its signal.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below:
+Above: ``mirage doctor`` (``mirage.cli.doctor``), which prints the checks. Below:
 ``runtime.backbones.llama_worker``.
 """
 
@@ -17,8 +17,6 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-import typer
 
 from runtime.backbones.base import ProviderError
 from runtime.backbones.llama_worker import (
@@ -240,28 +238,14 @@ def diagnose(worker: LlamaWorker, cpuinfo: str) -> list[Check]:
     return checks
 
 
-def doctor() -> None:
-    """Check that the embedded model runs on this machine: CPU flags, what the installed
-    llama.cpp was compiled for, where the weights go (AMX and repacking off), and a short real
-    prefill + decode in a child process. Exits 1 on any error, with the fix."""
-    backbone = EmbeddedBackbone()
-    typer.echo(f"mirage doctor · embedded backbone {backbone.model} · {backbone.n_threads} threads")
-    cpuinfo = CPUINFO.read_text(encoding="utf-8") if CPUINFO.is_file() else ""
+def check_embedded_backbone(backbone: EmbeddedBackbone, cpuinfo: str) -> list[Check]:
+    """Every check for ``backbone`` on the CPU ``cpuinfo`` describes (its worker is closed
+    afterwards)."""
     try:
         worker = backbone.worker()
     except ProviderError as error:
-        checks = [cpu_check(cpuinfo), Check("error", "model", error.detail)]
-    else:
-        try:
-            checks = diagnose(worker, cpuinfo)
-        finally:
-            worker.close()
-    for check in checks:
-        typer.echo(check.line())
-    if any(check.status == "error" for check in checks):
-        raise typer.Exit(code=1)
-    typer.echo("ok: the embedded backbone runs on this machine")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
+        return [cpu_check(cpuinfo), Check("error", "model", error.detail)]
+    try:
+        return diagnose(worker, cpuinfo)
+    finally:
+        worker.close()

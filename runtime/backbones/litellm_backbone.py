@@ -30,12 +30,18 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.backbones.base import Completion, ProviderError, ProviderErrorKind, ToolMode
+from runtime.backbones.base import (
+    Backbone,
+    Completion,
+    ProviderError,
+    ProviderErrorKind,
+    ToolMode,
+)
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
 from runtime.backbones.prompt_cache import mark_cache_prefix, needs_cache_markers
-from runtime.backbones.scripted import estimate_usage
 from runtime.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
+from runtime.tokens import estimate_usage
 
 log = structlog.get_logger(__name__)
 
@@ -64,7 +70,7 @@ class RetryPolicy(BaseModel):
         return min(delay, self.max_delay_s)
 
 
-class LiteLLMBackbone:
+class LiteLLMBackbone(Backbone):
     def __init__(
         self,
         model: str,

@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime.backbones.base import Completion, ProviderError, ToolMode
+from runtime.backbones.base import Backbone, Completion, PromptCount, ProviderError, ToolMode
 from runtime.backbones.llama_worker import (
     CHATML_END,
     Generated,
@@ -82,8 +82,10 @@ def render_chatml(messages: Sequence[OpenAIMessage], *, default_system: str | No
     return "".join(parts)
 
 
-class EmbeddedBackbone:
+class EmbeddedBackbone(Backbone):
     """SmolLM2 (or another ChatML GGUF via ``model_path``) in a llama.cpp worker process."""
+
+    max_output_tokens: int
 
     def __init__(
         self,
@@ -124,10 +126,12 @@ class EmbeddedBackbone:
         converted = to_openai_messages(messages, tools, self.profile, "text")
         return render_chatml(converted, default_system=self.default_system)
 
-    def count_prompt_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    def count_prompt_tokens(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> PromptCount:
         """Input tokens a call would have, by this model's own tokenizer (no generation)."""
         count: int = self.worker().call(TokenizeRequest(self.render_prompt(messages, tools)))
-        return count
+        return PromptCount(count, "provider")
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         request = GenerateRequest(

@@ -9,16 +9,15 @@ taken from the reply when given, otherwise estimated with ``runtime.tokens``.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.backbones.base import Completion, ProviderError, ToolMode
+from runtime.backbones.base import Backbone, Completion, ProviderError, ToolMode
 from runtime.messages import Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
-from runtime.tokens import count_message_tokens, count_tokens
+from runtime.tokens import estimate_usage
 
 DEFAULT_SCRIPTED_CONTEXT_WINDOW = 32_768
 
@@ -50,20 +49,7 @@ ReplyFunction: TypeAlias = Callable[..., ReplyValue | Awaitable[ReplyValue]]
 Reply: TypeAlias = ReplyValue | ProviderError | ReplyFunction
 
 
-def estimate_usage(
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    text: str,
-    tool_calls: Sequence[ToolCall] = (),
-) -> Usage:
-    """A tiktoken estimate of one call, for backbones whose provider reports no usage."""
-    prompt = sum(count_message_tokens(message) for message in messages)
-    prompt += sum(count_tokens(json.dumps(tool.to_openai())) for tool in tools)
-    output = count_tokens(text) + sum(count_tokens(call.model_dump_json()) for call in tool_calls)
-    return Usage(input_tokens=prompt, output_tokens=output, source="estimate")
-
-
-class _RecordingBackbone:
+class _RecordingBackbone(Backbone):
     def __init__(
         self,
         *,
@@ -77,6 +63,10 @@ class _RecordingBackbone:
         self.profile = profile or resolve_profile(model)
         self.context_window = context_window
         self.calls: list[RecordedCall] = []
+
+    def with_output_budget(self, max_output_tokens: int) -> Backbone:
+        """Itself: a scripted reply has no budget to apply."""
+        return self
 
     def _record(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
         self.calls.append(RecordedCall(messages=tuple(messages), tools=tuple(tools)))

@@ -13,7 +13,6 @@ routes may differ in tool mode and parser family.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -120,11 +119,8 @@ def as_router(target: Backbone | Router, name: str | None = None) -> Router:
 
 
 def with_output_budget(backbone: Backbone, max_output_tokens: int | None) -> Backbone:
-    """``backbone`` answering with at most ``max_output_tokens`` (a shallow copy, so the
-    original and any loaded model are shared). Backbones without a ``max_output_tokens``
-    setting (scripted ones) are returned as they are."""
-    if max_output_tokens is None or not hasattr(backbone, "max_output_tokens"):
+    """``backbone`` answering with at most ``max_output_tokens`` (``Backbone.with_output_budget``),
+    or as it is when the request sets no budget."""
+    if max_output_tokens is None:
         return backbone
-    budgeted = copy.copy(backbone)
-    budgeted.max_output_tokens = max_output_tokens
-    return budgeted
+    return backbone.with_output_budget(max_output_tokens)

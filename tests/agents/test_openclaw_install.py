@@ -23,7 +23,7 @@ from harness.agents.openclaw.install import (
     list_installs,
     openclaw_dir,
 )
-from runtime.cli import app
+from mirage.cli import app
 from tests.fakes.npm_registry import FakeNpmRegistry
 
 pytestmark = pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")

@@ -216,7 +216,7 @@ def test_gateway_with_mirage_model_endpoint_and_memory_server(
     env = install.env()
     env.update(OFFLINE_ENV, HOME=str(tmp_path / "home"), OPENCLAW_STATE_DIR=str(state))
     env["OPENCLAW_CONFIG_PATH"] = str(config_path)
-    memory_argv = [sys.executable, "-m", "runtime", "memory", "serve", "-w", str(workspace)]
+    memory_argv = [sys.executable, "-m", "mirage", "memory", "serve", "-w", str(workspace)]
     memory_argv += ["--http", f"127.0.0.1:{memory_port}"]
 
     with (

@@ -12,6 +12,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from mirage.cli import app
 from runtime.backbones.doctor import (
     REBUILD_COMMAND,
     amx_check,
@@ -21,7 +22,6 @@ from runtime.backbones.doctor import (
     trial_check,
 )
 from runtime.backbones.local import EmbeddedBackbone
-from runtime.cli import app
 
 # An AVX2-only AMD EPYC guest (this project's CI machines) ...
 EPYC_CPUINFO = """processor\t: 0

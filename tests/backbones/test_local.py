@@ -159,7 +159,7 @@ def test_thread_count_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
 async def test_prompt_token_count_matches_a_real_call(backbone: EmbeddedBackbone) -> None:
     messages = [UserMessage.text("Count these tokens, please.")]
     completion = await backbone.complete(messages, [])
-    assert backbone.count_prompt_tokens(messages, []) == completion.usage.input_tokens
+    assert backbone.count_prompt_tokens(messages, []) == (completion.usage.input_tokens, "provider")
 
 
 def test_exit_statuses_are_named() -> None:

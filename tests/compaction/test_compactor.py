@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from compaction.compactor import compact, compact_snapshot
 from compaction.errors import NothingToCompact
 from compaction.transcript import SUMMARY_MARKER, previous_summary
+from mirage.cli import app
 from runtime.backbones.scripted import ScriptedBackbone
-from runtime.cli import app
 from runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
 from runtime.snapshot import load_snapshot, save_snapshot
 from tests.compaction.helpers import conversation, session_with

@@ -16,10 +16,10 @@ from compaction.config import CompactionConfig
 from compaction.flush import flush_records
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
 from compaction.transcript import previous_summary
+from mirage.wiring import memory_server_stdio
 from runtime.agent import Agent
 from runtime.backbones.base import ProviderError
 from runtime.backbones.scripted import ScriptedBackbone
-from runtime.factory import memory_server_stdio
 from runtime.mcp_client import MCPServerConfig, MCPToolset
 from runtime.messages import Message
 from tests.compaction.helpers import conversation, reply, session_with

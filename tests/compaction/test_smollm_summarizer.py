@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from compaction.compactor import compact
 from compaction.transcript import previous_summary
+from mirage.cli import app
 from runtime.backbones import make_backbone
-from runtime.cli import app
 from runtime.session import Session
 from runtime.snapshot import load_snapshot, save_snapshot
 

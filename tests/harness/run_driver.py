@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.run import MirageRun, RunConfig
+from mirage.cli.logs import configure_logging
 from runtime.backbones.scripted import FunctionBackbone
-from runtime.logs import configure_logging
 from runtime.messages import Message, ToolSpec
 from tests.harness.test_run_e2e import oracle, summary
 

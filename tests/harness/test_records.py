@@ -29,7 +29,7 @@ from harness.records import (
     rewrite_records,
 )
 from harness.scoring import Gold, KnownIdResolver
-from runtime.cli import app
+from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")

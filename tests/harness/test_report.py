@@ -10,10 +10,10 @@ import typer
 from PIL import Image
 from typer.testing import CliRunner
 
-from harness.cli import register
 from harness.records import RecordKey, ResultsLog, build_record, read_records
 from harness.report import write_report
 from harness.scoring import Gold, KnownIdResolver
+from mirage.cli.report import register
 
 RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
 GOLDS = {

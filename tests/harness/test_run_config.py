@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from harness.run import RunConfig
-from runtime.cli import app
+from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from harness.checkpoints import FAMILY_FILE, MANIFEST
 from harness.records import read_records
-from runtime.cli import app
+from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 from tests.harness.run_driver import LIMIT
 

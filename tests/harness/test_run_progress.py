@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.run_cli import PlainProgress
-from runtime.cli import app
+from mirage.cli import app
+from mirage.cli.run import PlainProgress
 
 
 class SteppedClock:

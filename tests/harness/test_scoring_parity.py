@@ -739,8 +739,8 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     import typer
     from typer.testing import CliRunner
 
-    from harness.cli import register
     from harness.records import RecordKey, ResultsLog, build_record, read_records
+    from mirage.cli.report import register
 
     with ResultsLog(tmp_path / "results.jsonl") as results:
         for index, case in enumerate(CASES):

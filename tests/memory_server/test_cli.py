@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memory_server.cli import client_config_text
 from memory_server.embedding import Embedder
-from runtime.cli import app
+from mirage.cli import app
+from mirage.cli.memory import client_config_text
 from tests.memory_server.conftest import write_workspace
 
 runner = CliRunner()

@@ -18,7 +18,7 @@ from memory_server.embedding import Embedder
 from memory_server.index import HybridIndex, IndexConfig
 from memory_server.server import build_server, service_of
 from memory_server.workspace import Workspace
-from runtime.cli import app
+from mirage.cli import app
 from tests.memory_server.conftest import write_workspace
 
 # Every character str.splitlines() breaks at besides "\n", and a Windows line end.

@@ -21,7 +21,7 @@ import pytest
 from memory_server.index import HybridIndex
 from memory_server.workspace import Workspace
 from memory_server.writelock import read_holder
-from runtime.factory import memory_server_stdio
+from mirage.wiring import memory_server_stdio
 from runtime.mcp_client import MCPToolset
 from runtime.offline import offline_env
 from tests.memory_server.conftest import write_workspace
@@ -46,7 +46,7 @@ def _env() -> dict[str, str]:
 
 
 def _memory(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memory_server", *args]
+    return [sys.executable, "-m", "mirage", "memory", *args]
 
 
 def _run(command: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -288,7 +288,7 @@ async def test_stdio_child_logs_to_its_file_not_to_the_parent_screen(
 @pytest.mark.slow
 def test_chat_screen_shows_no_memory_server_output(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
-    chat = [sys.executable, "-m", "runtime", "chat", "--workspace", str(root)]
+    chat = [sys.executable, "-m", "mirage", "chat", "--workspace", str(root)]
     options = ["--max-output-tokens", "8"]
     quiet = _run([*chat, *options], stdin="Hello.\n/exit\n")
     assert quiet.returncode == 0, quiet.stderr
@@ -299,7 +299,7 @@ def test_chat_screen_shows_no_memory_server_output(tmp_path: Path) -> None:
     assert f"memory server log: {log_file}" in screen
     assert "memory.serving" in log_file.read_text()
     verbose = _run(
-        [sys.executable, "-m", "runtime", "-v", "chat", "--workspace", str(root), *options],
+        [sys.executable, "-m", "mirage", "-v", "chat", "--workspace", str(root), *options],
         stdin="/exit\n",
     )
     assert verbose.returncode == 0, verbose.stderr

@@ -212,7 +212,7 @@ def _stdio_params(root: Path, *extra: str) -> StdioServerParameters:
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path.cwd()), env.get("PYTHONPATH")] if p)
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_server", "serve", "--workspace", str(root), *extra],
+        args=["-m", "mirage", "memory", "serve", "--workspace", str(root), *extra],
         env=env,
     )
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from harness.packs import PackFormatError, load_pack
 from harness.packs.pack import BUNDLED_DIR
 from harness.packs.validate import validate_pack
-from runtime.cli import app
+from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
 runner = CliRunner()

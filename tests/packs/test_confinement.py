@@ -18,7 +18,7 @@ from harness.packs.importer import import_bank
 from harness.packs.pack import BUNDLED_DIR
 from harness.packs.schema import PackPathError
 from harness.packs.validate import validate_pack
-from runtime.cli import app
+from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from harness.packs import PackFormatError, load_pack
 from harness.packs.importer import import_bank
 from harness.packs.pack import BUNDLED_DIR
-from runtime.cli import app
+from mirage.cli import app
 
 runner = CliRunner()
 

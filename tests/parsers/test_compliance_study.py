@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mirage.wiring import artifact_recall_tool
 from runtime.backbones.base import ProviderError
 from runtime.backbones.scripted import FunctionBackbone, ScriptedBackbone
 from runtime.compliance import (
@@ -22,6 +23,7 @@ from runtime.profiles import resolve_profile
 
 CALL = '<tool_call>{"name": "artifact_recall", "arguments": {"query": "%s"}}</tool_call>'
 PSEUDO = '<|im_start|>tool\nartifact_recall(query="%s")'
+TOOLS = [artifact_recall_tool()]
 
 
 def _obedient_only_when_told(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
@@ -35,7 +37,7 @@ def _obedient_only_when_told(messages: Sequence[Message], tools: Sequence[ToolSp
 
 async def test_rows_count_labels_and_adapters_parse_the_same_replies() -> None:
     backbone = FunctionBackbone(_obedient_only_when_told, model="served/qwen3-8b")
-    report = await run_compliance([backbone], adapter_modes=(False, True))
+    report = await run_compliance([backbone], tools=TOOLS, adapter_modes=(False, True))
     assert len(backbone.calls) == 16
     off, on = report.rows
     assert (off.adapters, off.attempted, off.ok, off.pseudo_tool, off.adapted) == (
@@ -69,7 +71,7 @@ async def test_failures_and_provider_errors_are_counted_separately() -> None:
         "The bread recipe called for 220 °C.",
     ]
     backbone = ScriptedBackbone(replies, model="gemma-3-27b-it")
-    report = await run_compliance([backbone], n=4)
+    report = await run_compliance([backbone], tools=TOOLS, n=4)
     (row,) = report.rows
     assert row.parser == "pythonic"
     assert (row.attempted, row.ok, row.no_call, row.provider_error, row.pseudo_tool) == (
@@ -85,7 +87,7 @@ async def test_failures_and_provider_errors_are_counted_separately() -> None:
 async def test_one_row_per_model_and_report_files(tmp_path: Path) -> None:
     good = ScriptedBackbone([CALL % "a"] * 2, model="qwen3-a")
     silent = ScriptedBackbone(["I don't know."] * 2, model="qwen3-b")
-    report = await run_compliance([good, silent], n=2)
+    report = await run_compliance([good, silent], tools=TOOLS, n=2)
     markdown_path, json_path = write_report(report, tmp_path / "out")
     table = markdown_path.read_text()
     assert table.count("\n| qwen3-") == 2
@@ -99,7 +101,7 @@ async def test_one_row_per_model_and_report_files(tmp_path: Path) -> None:
 
 async def test_text_mode_backbones_get_their_profile_few_shot_turns() -> None:
     backbone = ScriptedBackbone([CALL % "a"], model="local/smollm2-135m")
-    report = await run_compliance([backbone], n=1)
+    report = await run_compliance([backbone], tools=TOOLS, n=1)
     sent = backbone.calls[0].messages
     assert [message.role for message in sent] == ["system", "user", "assistant", "user"]
     assert report.rows[0].ok == 1

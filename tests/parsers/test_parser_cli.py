@@ -10,7 +10,7 @@ import pytest
 import structlog
 from typer.testing import CliRunner
 
-from runtime.cli import app
+from mirage.cli import app
 
 runner = CliRunner()
 

@@ -8,10 +8,12 @@ from typing import get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mirage.wiring import default_tools
 from runtime.parsers import FAMILIES, OutcomeLabel, get_parser, parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.parsers.validation import overall_label
 from runtime.profiles import STYLE_OF_PARSER
+
+DEFAULT_TOOLS = default_tools()
 
 LABELS = set(get_args(OutcomeLabel))
 MARKERS = [

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from mirage.wiring import default_tools
 from runtime.messages import AssistantMessage, ToolCall, UserMessage
 from runtime.parsers import parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 from runtime.profiles import resolve_profile
+
+DEFAULT_TOOLS = default_tools()
 
 # model string -> (profile name, parser, tool prompt, tool result role, vision)
 TABLE: dict[str, tuple[str, str, str, str, bool]] = {

@@ -82,12 +82,12 @@ def test_coerce_prefers_an_exact_type_match() -> None:
 
 
 def test_native_call_with_non_object_arguments_is_a_bad_body() -> None:
+    from mirage.wiring import default_tools
     from runtime.messages import RAW_ARGUMENTS_KEY, ToolCall
     from runtime.parsers import parse_reply
-    from runtime.parsers.default_tools import DEFAULT_TOOLS
 
     call = ToolCall(id="1", name="artifact_recall", arguments={RAW_ARGUMENTS_KEY: "[1, 2"})
-    result = parse_reply("", DEFAULT_TOOLS, family="native", native_calls=[call])
+    result = parse_reply("", default_tools(), family="native", native_calls=[call])
     assert result.overall == "marker_bad_body"
     assert result.calls[0].raw == "[1, 2"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from runtime.cli import app
+from mirage.cli import app
 
 
 @pytest.mark.slow

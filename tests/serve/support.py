@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.backbones import Completion
-from runtime.backbones.base import ToolMode
+from runtime.backbones.base import Backbone, ToolMode
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 
@@ -30,7 +30,7 @@ HERMES_CALL = (
 
 
 @dataclass
-class BudgetEcho:
+class BudgetEcho(Backbone):
     """A backbone with a reply budget that answers with the budget it was called with."""
 
     model: str = "budget-echo"

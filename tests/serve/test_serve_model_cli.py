@@ -18,7 +18,7 @@ import pytest
 from openai import OpenAI
 from typer.testing import CliRunner
 
-from runtime.cli import app
+from mirage.cli import app
 from runtime.serve import read_request_log
 from tests.fakes.openai_server import unused_port
 from tests.serve.support import RECALL_TOOL
@@ -33,7 +33,7 @@ def test_unknown_local_model_is_a_clear_error() -> None:
 @contextlib.contextmanager
 def serve_model_process(log_path: Path) -> Iterator[str]:
     port = unused_port()
-    argv = [sys.executable, "-m", "runtime", "serve-model", "--port", str(port)]
+    argv = [sys.executable, "-m", "mirage", "serve-model", "--port", str(port)]
     process = subprocess.Popen(
         [*argv, "--log", str(log_path)],
         stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """Install a pinned OpenClaw and the Node it needs into mirage's cache, from the npm registry only.
 
-Above: ``mirage agents install|list`` (``harness.agents.cli``) and, later, the OpenClaw agent
+Above: ``mirage agents install|list`` (``mirage.cli.agents``) and, later, the OpenClaw agent
 adapter, which runs ``OpenClawInstall.command(...)``. Below: the machine's ``npm`` (any Node
 new enough to run npm itself) and the npm registry it is configured with; nothing comes from
 any other host. OpenClaw needs Node >= 24.16: the npm package ``node@24`` provides it as a

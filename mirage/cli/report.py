@@ -1,8 +1,7 @@
-"""``mirage rescore``, ``mirage report`` and ``mirage run`` (harness commands).
+"""``mirage rescore`` and ``mirage report``: recompute and report a run's results.
 
-Above: the ``mirage`` typer root, which calls ``register(app)``. Below: records, scoring and the
-report writer, imported inside the commands so the CLI stays light to import. ``run`` comes from
-the runner's own CLI module (``harness.run_cli``), hooked in by ``register_run``.
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: records,
+scoring and the report writer, imported inside the commands so the CLI stays light to import.
 """
 
 from __future__ import annotations
@@ -139,13 +138,6 @@ def report(
     )
 
 
-def register_run(app: typer.Typer) -> None:
-    from harness.run_cli import register as register_runner
-
-    register_runner(app)
-
-
 def register(app: typer.Typer) -> None:
     app.command("rescore")(rescore)
     app.command("report")(report)
-    register_run(app)

@@ -52,10 +52,11 @@ async def _chat(
 ) -> None:
     from contextlib import AsyncExitStack
 
+    from mirage.wiring import memory_server_log, memory_server_stdio
     from runtime.agent import Agent
     from runtime.backbones import make_backbone
     from runtime.backbones.base import ProviderError
-    from runtime.factory import memory_server_log, memory_server_stdio, new_session
+    from runtime.factory import new_session
     from runtime.mcp_client import MCPToolset
 
     options = {"api_base": api_base} if api_base else {}

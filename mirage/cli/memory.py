@@ -1,6 +1,6 @@
 """``mirage memory …``: index, search, serve, snapshot and resolve a workspace.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below: the memory
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: the memory
 server package. Heavy libraries (chromadb, sentence-transformers, mcp, uvicorn) are imported
 inside the commands so ``mirage --help`` stays fast.
 """

@@ -1,6 +1,6 @@
 """``mirage serve-model``: any mirage backbone behind an OpenAI-compatible endpoint.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below:
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
 ``runtime.serve`` (the app, uvicorn) and ``runtime.backbones.make_backbone``.
 """
 
@@ -72,9 +72,7 @@ def serve_model(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from exc
-    load = getattr(backbone, "load", None)
-    if callable(load):
-        load()  # the embedded model loads now, not on the first request
+    backbone.load()  # the embedded model loads now, not on the first request
     request_log = RequestLog(log_path, with_content=log_content) if log_path else None
     app = create_app(
         backbone, name=name, request_log=request_log, adapters=adapters, api_key=api_key

@@ -14,7 +14,6 @@ import typer
 
 from runtime.messages import ToolSpec
 from runtime.parsers import FAMILIES, ParseResult, parse_reply
-from runtime.parsers.default_tools import DEFAULT_TOOLS
 
 
 class AdapterMode(StrEnum):
@@ -81,6 +80,8 @@ def parse_command(
     ] = False,
 ) -> None:
     """Parse one raw backbone reply from stdin and print the JSON outcome."""
+    from mirage.wiring import default_tools
+
     if family is not None and model is not None:
         raise typer.BadParameter("give --family or --model, not both")
     if family is None:
@@ -89,7 +90,7 @@ def parse_command(
         family = resolve_profile(model or "local/smollm2-135m").parser
     if family not in FAMILIES:
         raise typer.BadParameter(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
-    offered = load_tools(tools) if tools is not None else list(DEFAULT_TOOLS)
+    offered = load_tools(tools) if tools is not None else list(default_tools())
     text = sys.stdin.read()
     result = parse_reply(text, offered, family=family, adapters=adapters, truncated=truncated)
     typer.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
@@ -114,6 +115,7 @@ def compliance_command(
 ) -> None:
     """Send tool-eliciting prompts to each backbone and tabulate how many replies became
     executable tool calls (Markdown + JSON)."""
+    from mirage.wiring import artifact_recall_tool
     from runtime.backbones import make_backbone
     from runtime.compliance import render_markdown, run_compliance, write_report
 
@@ -122,7 +124,10 @@ def compliance_command(
         backbones = [make_backbone(name, max_output_tokens=max_tokens) for name in model]
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    report = asyncio.run(run_compliance(backbones, adapter_modes=modes[adapters], n=n))
+    study = run_compliance(
+        backbones, tools=[artifact_recall_tool()], adapter_modes=modes[adapters], n=n
+    )
+    report = asyncio.run(study)
     markdown_path, json_path = write_report(report, out)
     typer.echo(render_markdown(report.rows))
     typer.echo(f"wrote {markdown_path} and {json_path}", err=True)

@@ -1,6 +1,6 @@
 """``mirage agents install|list``: agents we did not write, installed into mirage's cache.
 
-Above: the ``mirage`` root (``runtime.cli``), which calls ``register(app)``. Below:
+Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
 ``harness.agents.openclaw.install`` (npm, the npm registry only).
 """
 
