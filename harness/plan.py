@@ -37,9 +37,11 @@ from pydantic import BaseModel, Field
 
 from harness.costs import Cost, TokenTally, cost_of, prices_for
 from harness.run import MirageRun, bad_files_reported
+from runtime.backbones.base import Backbone
 from runtime.messages import AssistantMessage, Message, ToolSpec, UserMessage
 from runtime.session import Session
-from runtime.toolset import ToolOutcome
+from runtime.tokens import estimate_prompt_tokens
+from runtime.toolset import ToolOutcome, Toolset
 
 TOOL_ROUND_TOKENS = 800
 """Assumed input a retrieval round adds to a probe's second call: the call and the recall
@@ -102,7 +104,7 @@ class RunPlan(BaseModel):
     assumptions: list[str]
 
 
-class OfferedTools:
+class OfferedTools(Toolset):
     """The memory server's tools as a probe sees them, without a server to call."""
 
     def __init__(self, specs: list[ToolSpec]) -> None:
@@ -116,27 +118,30 @@ class OfferedTools:
 
 
 class PromptCounter:
-    """Input tokens of a call as ``backbone`` reports them: its own counter when it has one,
-    else the tiktoken estimate a backbone without usage reports."""
+    """Input tokens of a call as ``backbone`` counts them (``Backbone.count_prompt_tokens``),
+    or, with no backbone (an agent we did not write), the tiktoken estimate."""
 
-    def __init__(self, backbone: Any | None) -> None:
-        self._count = getattr(backbone, "count_prompt_tokens", None)
-        self.name = "tiktoken estimate" if self._count is None else _counter_name(backbone)
+    def __init__(self, backbone: Backbone | None) -> None:
+        self._backbone = backbone
+        self._source = "estimate"
 
     def prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        if self._count is not None:
-            return int(self._count(list(messages), list(tools)))
-        from runtime.backbones.scripted import estimate_usage
+        if self._backbone is None:
+            return estimate_prompt_tokens(messages, tools)
+        counted = self._backbone.count_prompt_tokens(list(messages), list(tools))
+        self._source = counted.source
+        return counted.tokens
 
-        return estimate_usage(messages, tools, "").input_tokens
+    @property
+    def name(self) -> str:
+        """Who counted (after the first count)."""
+        from runtime.backbones.litellm_backbone import LiteLLMBackbone
 
-
-def _counter_name(backbone: Any) -> str:
-    from runtime.backbones.litellm_backbone import LiteLLMBackbone
-
-    if isinstance(backbone, LiteLLMBackbone):
-        return "litellm's offline counter"
-    return f"{backbone.model}'s tokenizer"
+        if isinstance(self._backbone, LiteLLMBackbone):
+            return "litellm's offline counter"
+        if self._backbone is not None and self._source == "provider":
+            return f"{self._backbone.model}'s tokenizer"
+        return "tiktoken estimate"
 
 
 def placeholder_text(tokens: int) -> str:
@@ -166,7 +171,9 @@ class _ReplayedTrunk:
     """The token arithmetic of ``harness.trunk.TrunkRunner`` with the agent loop and
     ``CompactionPolicy``: same messages, same budgets, same capture rules; no model."""
 
-    def __init__(self, run: MirageRun, trunk_backbone: Any | None, summary_tokens: int) -> None:
+    def __init__(
+        self, run: MirageRun, trunk_backbone: Backbone | None, summary_tokens: int
+    ) -> None:
         from compaction.config import CompactionConfig
         from harness.trunk import ReplayBackbone, compaction_config
         from memory_server import tools_specs
@@ -398,7 +405,7 @@ def _group(what: str, model: str, tokens: TokenTally, *, cache: bool) -> CallGro
     )
 
 
-def _caching_mode(model: str, backbone: Any | None) -> CachingMode:
+def _caching_mode(model: str, backbone: Backbone | None) -> CachingMode:
     if model.startswith("local/"):
         return "local"
     markers = getattr(backbone, "cache_markers", None)

@@ -456,10 +456,7 @@ class MirageRun:
         assert self.config.agent is not None
         (model_dir,) = self.result_dirs()
         agent = self.external_agent(model_dir / "calls.jsonl")
-        try:
-            return await self.probe_agent(agent, model_dir, checkpoints, index)
-        finally:
-            await agent.aclose()
+        return await self.probe_agent(agent, model_dir, checkpoints, index)
 
     async def probe_agent(
         self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
@@ -484,24 +481,30 @@ class MirageRun:
             ) as memory,
         ):
             agent.memory_url = memory.tagged_url
-            for state, checkpoint in checkpoints.items():
-                tasks = list(
-                    plan_probes(
-                        {state: checkpoint}, questions, self.config.conditions, self.config.repeats
+            try:
+                for state, checkpoint in checkpoints.items():
+                    tasks = list(
+                        plan_probes(
+                            {state: checkpoint},
+                            questions,
+                            self.config.conditions,
+                            self.config.repeats,
+                        )
                     )
-                )
-                if all(task.key in results for task in tasks):
-                    continue
-                memory.pin(checkpoint.manifest.workspace_version)
-                await run_probes(
-                    agent,
-                    tasks,
-                    results,
-                    resolver,
-                    self.scoring,
-                    concurrency=self.config.concurrency,
-                    on_done=self._probe_progress(agent.name, state, len(tasks)),
-                )
+                    if all(task.key in results for task in tasks):
+                        continue
+                    memory.pin(checkpoint.manifest.workspace_version)
+                    await run_probes(
+                        agent,
+                        tasks,
+                        results,
+                        resolver,
+                        self.scoring,
+                        concurrency=self.config.concurrency,
+                        on_done=self._probe_progress(agent.name, state, len(tasks)),
+                    )
+            finally:
+                await agent.aclose()  # its connections to the memory server, before it stops
         return model_dir
 
     def _probe_progress(self, model: str, state: str, total: int) -> Callable[[Any], None] | None:

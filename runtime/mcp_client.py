@@ -167,6 +167,7 @@ class _PooledConnection:
         self.http: Any = None
         self.specs: list[ToolSpec] = []
         self.broken = False
+        self._lent: dict[str, str] = {}
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -180,14 +181,14 @@ class _PooledConnection:
             await self._task  # raises what opening raised
 
     async def _hold(self) -> None:
+        import httpx2
         from mcp.client import Client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         assert self.config.url is not None
         async with AsyncExitStack() as stack:
             self.http = await stack.enter_async_context(
-                create_mcp_http_client(headers=dict(self.config.headers))
+                httpx2.AsyncClient(headers=self.config.headers, timeout=self.config.timeout_s)
             )
             transport = streamable_http_client(self.config.url, http_client=self.http)
             client = Client(transport, read_timeout_seconds=self.config.timeout_s)
@@ -196,10 +197,21 @@ class _PooledConnection:
             self._ready.set()
             await self._closing.wait()
 
-    def set_headers(self, headers: dict[str, str], previous: dict[str, str]) -> None:
-        for key in previous:
-            self.http.headers.pop(key, None)
+    @property
+    def alive(self) -> bool:
+        """Open and not failed (its task ends when the server drops the session)."""
+        return not self.broken and self._task is not None and not self._task.done()
+
+    def lend(self, headers: dict[str, str]) -> None:
+        """Send ``headers`` with every request until ``reclaim``."""
         self.http.headers.update(headers)
+        self._lent = dict(headers)
+
+    def reclaim(self) -> None:
+        for key in self._lent:
+            self.http.headers.pop(key, None)
+        self.http.headers.update(self.config.headers)
+        self._lent = {}
 
     async def close(self) -> None:
         self._closing.set()
@@ -210,7 +222,7 @@ class _PooledConnection:
                 log.info("mcp_pool_close_failed", server=self.config.name, error=str(exc))
 
 
-class _LeasedTools:
+class _LeasedTools(Toolset):
     """The ``Toolset`` of one lease: the pooled connection's tools, calls on it."""
 
     def __init__(self, connection: _PooledConnection) -> None:
@@ -245,21 +257,29 @@ class MCPConnectionPool:
         self.opened = 0
 
     @asynccontextmanager
-    async def lease(self, headers: dict[str, str] | None = None) -> AsyncIterator[_LeasedTools]:
-        connection = self._idle.pop() if self._idle else await self._open()
-        lent = dict(headers or {})
-        connection.set_headers(lent, {})
+    async def lease(self, headers: dict[str, str] | None = None) -> AsyncIterator[Toolset]:
+        connection = await self._take()
+        connection.lend(headers or {})
         try:
             yield _LeasedTools(connection)
         except asyncio.CancelledError:
             connection.broken = True  # a call may still be in flight on it
             raise
         finally:
-            connection.set_headers({}, lent)
+            connection.reclaim()
             if connection.broken:
                 await connection.close()
             else:
                 self._idle.append(connection)
+
+    async def _take(self) -> _PooledConnection:
+        """An idle connection still alive, or a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.alive:
+                return connection
+            await connection.close()
+        return await self._open()
 
     async def _open(self) -> _PooledConnection:
         connection = _PooledConnection(self.config)

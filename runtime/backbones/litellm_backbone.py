@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.backbones.base import (
     Backbone,
     Completion,
+    PromptCount,
     ProviderError,
     ProviderErrorKind,
     ToolMode,
@@ -104,14 +105,17 @@ class LiteLLMBackbone(Backbone):
             needs_cache_markers(model, api_base) if cache_markers is None else cache_markers
         )
 
-    def count_prompt_tokens(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    def count_prompt_tokens(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> PromptCount:
         """Input tokens a call would have, by litellm's offline counter (tiktoken: the
         provider's own count may differ by a few percent), without calling the provider."""
         import litellm
 
         converted = to_openai_messages(messages, tools, self.profile, self.tool_mode)
         offered: Any = to_openai_tools(tools, self.tool_mode) or None
-        return int(litellm.token_counter(model=self.model, messages=converted, tools=offered))
+        counted = litellm.token_counter(model=self.model, messages=converted, tools=offered)
+        return PromptCount(int(counted), "estimate")
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         request = self._request(messages, tools)
