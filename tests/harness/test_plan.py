@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from harness.plan import plan_run
 from harness.run import SCRIPTED_TRUNK_WINDOW, MirageRun, RunConfig
 from harness.states import scaled_profile
-from runtime.backbones.scripted import FunctionBackbone
 from mirage.cli import app
+from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec
 from tests.cli_errors import assert_one_line_error
 
