@@ -8,7 +8,7 @@ forwards only a whitelist) or a streamable-HTTP URL (optional headers, e.g. a be
 an attribution tag). Tool errors and transport failures become error outcomes.
 
 ``MCPConnectionPool`` keeps streamable-HTTP connections open across turns: opening one
-(HTTP session, ``initialize``, ``tools/list``) costs tens of milliseconds, a call about one.
+(HTTP client, protocol negotiation, ``tools/list``) costs tens of milliseconds, a call about one.
 Each connection is lent to one user at a time, with headers of that lease on every request
 it sends (the memory server attributes a call by its ``X-Mirage-Tag`` header), so concurrent
 leases never share a header. A connection lives in a task of its own: the SDK's transport is

@@ -7,7 +7,8 @@ turn. R_tool evidence comes from the executed calls of that turn.
 Connections are pooled (``runtime.mcp_client.MCPConnectionPool``): a probe's tagged URL
 ``…/t/<tag>/mcp`` becomes the plain endpoint plus the header ``X-Mirage-Tag: <tag>`` on a
 connection lent to that probe alone, so the server attributes every call to its probe at any
-concurrency, and a probe does not pay for opening a session. ``aclose()`` closes the pool.
+concurrency, and a probe does not pay for opening a connection (HTTP client, protocol
+negotiation, ``tools/list``). ``aclose()`` closes the pool.
 """
 
 from __future__ import annotations
