@@ -474,7 +474,9 @@ class HybridIndex:
         current generation under the writer lock, a slice at a time, so that no write holds
         the lock for long."""
         total, done = len(pending), 0
-        if progress is not None and total:
+        if not total:
+            return  # a search's sync of an index that is up to date
+        if progress is not None:
             progress(done, total)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-store") as writer:
             storing: tuple[Future[None], int] | None = None
