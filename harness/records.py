@@ -80,9 +80,16 @@ class ToolCallRecord(BaseModel):
 
 
 class ProbeUsage(BaseModel):
+    """Tokens of one probe: ``eit`` is the input of its first backbone call (the state's depth
+    plus the question); the other fields sum over every call of the probe turn (tool rounds
+    included): all input, the parts read from and written to a prompt cache, output."""
+
     eit: int | None = None
+    input_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     output_tokens: int | None = None
+    calls: int | None = None
 
 
 class ProbeRecord(BaseModel):

@@ -500,10 +500,7 @@ class MirageRun:
         assert self.config.agent is not None
         (model_dir,) = self.result_dirs()
         agent = self.external_agent(model_dir / "calls.jsonl")
-        try:
-            return await self.probe_agent(agent, model_dir, checkpoints, index)
-        finally:
-            await agent.aclose()
+        return await self.probe_agent(agent, model_dir, checkpoints, index)
 
     async def probe_agent(
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
@@ -517,7 +514,10 @@ class MirageRun:
             token=self.config.memory_token,
         ) as memory:
             agent.bind_memory(memory.tagged_url)
-            await self.probe_states(agent, model_dir, checkpoints, memory)
+            try:
+                await self.probe_states(agent, model_dir, checkpoints, memory)
+            finally:
+                await agent.aclose()  # its connections to the memory server, before it stops
         return model_dir
 
     def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:

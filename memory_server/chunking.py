@@ -65,11 +65,14 @@ def pdf_text(data: bytes) -> str:
         raise PdfUnavailableError(
             "reading PDF text needs the 'pypdf' package (pip install pypdf)"
         ) from exc
-    reader = PdfReader(io.BytesIO(data))
-    pages = []
-    for number, page in enumerate(reader.pages, start=1):
-        pages.append(f"--- page {number} ---\n{(page.extract_text() or '').strip()}")
-    return "\n".join(pages)
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        texts = [(page.extract_text() or "").strip() for page in reader.pages]
+    except PyPdfError as exc:
+        raise InvalidInputError(f"not a readable PDF ({exc})") from exc
+    return "\n".join(f"--- page {n} ---\n{text}" for n, text in enumerate(texts, start=1))
 
 
 def chunk_text(text: str, kind: FileKind) -> list[Chunk]:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import threading
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -98,6 +100,17 @@ def build_http_app(server: MCPServer, *, host: str = "127.0.0.1", token: str | N
     endpoint = _mcp_endpoint(app)
     app.router.routes.append(Route(TAGGED_PATH, endpoint=endpoint))
     return _GuardMiddleware(app, token)
+
+
+def untagged(url: str) -> tuple[str, str | None]:
+    """``http://H:P/t/<tag>/mcp`` as the plain endpoint and its tag (to send as the
+    ``X-Mirage-Tag`` header of a shared connection); any other URL as it is, with no tag."""
+    parts = urlsplit(url)
+    match = re.fullmatch(r"(.*)/t/([^/]+)/mcp/?", parts.path)
+    if match is None or not TAG_PATTERN.match(match.group(2)):
+        return url, None
+    plain = urlunsplit(parts._replace(path=match.group(1) + MCP_PATH))
+    return plain, match.group(2)
 
 
 def _mcp_endpoint(app: Starlette) -> Any:

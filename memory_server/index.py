@@ -21,7 +21,8 @@ import re
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,7 +32,7 @@ import numpy as np
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_server.chunking import CHUNKER_VERSION, PdfUnavailableError, chunk_text, extract_text
+from memory_server.chunking import CHUNKER_VERSION, chunk_text, extract_text
 from memory_server.embedding import Embedder, EmbeddingCache, embed_cached
 from memory_server.errors import (
     CorruptStateError,
@@ -53,6 +54,8 @@ _CARD_KINDS = frozenset({"image", "binary"})
 _UNITS_PER_BATCH = 256
 _CHUNKS_PER_WRITE = 2000
 _CHROMA_BATCH = 1000
+IndexProgress = Callable[[int, int], None]
+"""Told (units stored, units to store) as an index grows."""
 # How long a search waits for the writer lock (to add new files, or to reload a store another
 # process changed) before serving what is indexed; writes hold it for one slice at most.
 SEARCH_LOCK_WAIT_S = 5.0
@@ -378,12 +381,14 @@ class HybridIndex:
         *,
         collect_garbage: bool = False,
         lock_timeout: float | None = None,
+        progress: IndexProgress | None = None,
     ) -> SyncReport:
         """Index every unit of the working tree (or of ``version``) not indexed yet; a sync of
         the working tree also drops units that neither the tree nor any snapshot has any more
         (a note's previous content after an append). ``collect_garbage`` also deletes index
         generations no process uses. Writes wait at most ``lock_timeout`` seconds (default
-        ``IndexConfig.lock_timeout_s``) for another writer, then raise ``WriterBusyError``."""
+        ``IndexConfig.lock_timeout_s``) for another writer, then raise ``WriterBusyError``.
+        ``progress(done, total)`` hears of the units to add as they are stored."""
         timeout = self.config.lock_timeout_s if lock_timeout is None else lock_timeout
         manifest = self._manifest(version)
         units = self._units_of(manifest)
@@ -391,7 +396,7 @@ class HybridIndex:
         with self._using() as view:
             known = view.keyword.unit_keys()
         pending = [units[key] for key in sorted(units) if key not in known]
-        self._add_units(pending, version, report, timeout)
+        self._add_units(pending, version, report, timeout, progress=progress)
         if version is None and not known <= units.keys():
             self._drop_stale(set(units), report, timeout)
         if collect_garbage:
@@ -401,10 +406,10 @@ class HybridIndex:
             log.info("index.sync", **report.model_dump(exclude={"warnings"}))
         return report
 
-    def rebuild(self) -> SyncReport:
+    def rebuild(self, progress: IndexProgress | None = None) -> SyncReport:
         """Index the working tree into a new generation while searches keep using the current
         one, then switch to it (the embedding cache is kept, so nothing already embedded is
-        embedded again)."""
+        embedded again). ``progress`` as for ``sync``."""
         timeout = self.config.lock_timeout_s
         units = self._units_of(self.workspace.refresh())
         with self._lock(timeout):  # so that no writer collects it before it is open
@@ -412,7 +417,9 @@ class HybridIndex:
             view = self._open_view(pointer)
         report = SyncReport()
         try:
-            self._add_units(list(units.values()), None, report, timeout, private=view)
+            self._add_units(
+                list(units.values()), None, report, timeout, private=view, progress=progress
+            )
             with self._lock(timeout):
                 latest = self._units_of(self.workspace.refresh())
                 changed = [unit for key, unit in latest.items() if key not in units]
@@ -459,30 +466,55 @@ class HybridIndex:
         timeout: float,
         *,
         private: StoreView | None = None,
+        progress: IndexProgress | None = None,
     ) -> None:
-        """Chunk and embed ``pending`` outside any lock, then store them a slice at a time:
-        into ``private`` (a generation nobody else sees yet) or, by default, into the current
-        generation under the writer lock, so that no write holds the lock for long."""
-        for start in range(0, len(pending), _UNITS_PER_BATCH):
-            prepared = self._prepare(pending[start : start + _UNITS_PER_BATCH], version, report)
-            for part in _write_slices(prepared):
-                if private is not None:
-                    self._store(private, part, report)
-                    continue
-                with self._writing(timeout) as view:
-                    self._store(view, part, report)
+        """Chunk and embed ``pending`` a batch at a time outside any lock, and store each batch
+        while the next one embeds (one writer thread, so the model never waits for the
+        stores): into ``private`` (a generation nobody else sees yet) or, by default, into the
+        current generation under the writer lock, a slice at a time, so that no write holds
+        the lock for long."""
+        total, done = len(pending), 0
+        if not total:
+            return  # a search's sync of an index that is up to date
+        if progress is not None:
+            progress(done, total)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-store") as writer:
+            storing: tuple[Future[None], int] | None = None
+            for consumed, chunked in self._chunked_batches(pending, version, report):
+                prepared = self._embedded(chunked, report)
+                if storing is not None:
+                    done += _finished(storing, progress, done, total)
+                task = writer.submit(self._store_slices, prepared, report, timeout, private)
+                storing = (task, consumed)
+            if storing is not None:
+                _finished(storing, progress, done, total)
 
-    def _prepare(
-        self, batch: list[IndexUnit], version: str | None, report: SyncReport
-    ) -> list[PreparedUnit]:
-        """Chunk a batch of units and embed all their new texts in one go."""
-        chunked: list[tuple[IndexUnit, list[StoredChunk]]] = []
-        for unit in batch:
+    def _chunked_batches(
+        self, pending: list[IndexUnit], version: str | None, report: SyncReport
+    ) -> Iterator[tuple[int, list[tuple[IndexUnit, list[StoredChunk]]]]]:
+        """Units with their chunks, in batches of at most ``_UNITS_PER_BATCH`` units and about
+        ``_CHUNKS_PER_WRITE`` chunks; with each batch, how many pending units it consumed (a
+        unit that cannot be read is skipped with a warning)."""
+        batch: list[tuple[IndexUnit, list[StoredChunk]]] = []
+        consumed = chunks = 0
+        for unit in pending:
+            consumed += 1
             try:
-                chunked.append((unit, self._chunk_unit(unit, version)))
-            except (PdfUnavailableError, OSError, UnknownReferenceError) as exc:
+                batch.append((unit, self._chunk_unit(unit, version)))
+                chunks += len(batch[-1][1])
+            except (InvalidInputError, OSError, UnknownReferenceError) as exc:
                 report.warnings.append(f"{unit.path}: {exc}")
                 log.warning("index.unit_skipped", path=unit.path, error=str(exc))
+            if consumed >= _UNITS_PER_BATCH or chunks >= _CHUNKS_PER_WRITE:
+                yield consumed, batch
+                batch, consumed, chunks = [], 0, 0
+        if consumed:
+            yield consumed, batch
+
+    def _embedded(
+        self, chunked: list[tuple[IndexUnit, list[StoredChunk]]], report: SyncReport
+    ) -> list[PreparedUnit]:
+        """The batch's units with vectors for all their chunks, new texts embedded in one go."""
         texts = [f"{chunk.header}\n{chunk.text}" for _, chunks in chunked for chunk in chunks]
         before = self.embedder.texts_embedded
         vectors = embed_cached(self.embedder, self.cache, texts) if texts else None
@@ -494,20 +526,32 @@ class HybridIndex:
             offset += len(chunks)
         return prepared
 
+    def _store_slices(
+        self,
+        prepared: list[PreparedUnit],
+        report: SyncReport,
+        timeout: float,
+        private: StoreView | None,
+    ) -> None:
+        for part in _write_slices(prepared):
+            if private is not None:
+                self._store(private, part, report)
+                continue
+            with self._writing(timeout) as view:
+                self._store(view, part, report)
+
     def _store(self, view: StoreView, part: list[PreparedUnit], report: SyncReport) -> None:
         """Store prepared units the view does not hold yet (another writer may have stored
-        them meanwhile)."""
+        them meanwhile): one chroma upsert per ``_CHROMA_BATCH`` chunks and one keyword
+        transaction for the whole slice, however many files it holds."""
         known = view.keyword.known_units([item.unit.key for item in part])
-        collection = self._collection(view)
-        for item in part:
-            if item.unit.key in known:
-                continue
-            if item.chunks:
-                _upsert(collection, item)
-                view.loaded = True
-            view.keyword.add_unit(item.unit.key, item.unit.path, item.chunks)
-            report.units_added += 1
-            report.chunks_added += len(item.chunks)
+        fresh = [item for item in part if item.unit.key not in known]
+        if any(item.chunks for item in fresh):
+            _upsert(self._collection(view), fresh)
+            view.loaded = True
+        view.keyword.add_units([(i.unit.key, i.unit.path, i.chunks) for i in fresh])
+        report.units_added += len(fresh)
+        report.chunks_added += sum(len(item.chunks) for item in fresh)
 
     def _chunk_unit(self, unit: IndexUnit, version: str | None) -> list[StoredChunk]:
         if unit.card is not None:
@@ -671,6 +715,17 @@ class PreparedUnit(NamedTuple):
     vectors: np.ndarray | None
 
 
+def _finished(
+    storing: tuple[Future[None], int], progress: IndexProgress | None, done: int, total: int
+) -> int:
+    """Wait for a batch's store (raising what it raised); tell ``progress``; its unit count."""
+    task, consumed = storing
+    task.result()
+    if progress is not None:
+        progress(done + consumed, total)
+    return consumed
+
+
 def _write_slices(prepared: list[PreparedUnit]) -> Iterator[list[PreparedUnit]]:
     """Consecutive groups of whole units with at most ``_CHUNKS_PER_WRITE`` chunks each (a unit
     larger than that is a group of its own)."""
@@ -686,27 +741,31 @@ def _write_slices(prepared: list[PreparedUnit]) -> Iterator[list[PreparedUnit]]:
         yield group
 
 
-def _upsert(collection: Any, item: PreparedUnit) -> None:
-    assert item.vectors is not None
-    for start in range(0, len(item.chunks), _CHROMA_BATCH):
-        part = item.chunks[start : start + _CHROMA_BATCH]
+def _upsert(collection: Any, items: list[PreparedUnit]) -> None:
+    rows = [
+        (chunk, vector, item.unit)
+        for item in items
+        if item.vectors is not None
+        for chunk, vector in zip(item.chunks, item.vectors, strict=True)
+    ]
+    for start in range(0, len(rows), _CHROMA_BATCH):
+        part = rows[start : start + _CHROMA_BATCH]
         collection.upsert(
-            ids=[chunk.chunk_id for chunk in part],
-            embeddings=item.vectors[start : start + _CHROMA_BATCH],
-            documents=[chunk.text for chunk in part],
-            metadatas=[{"unit_key": item.unit.key, "path": item.unit.path} for _ in part],
+            ids=[chunk.chunk_id for chunk, _, _ in part],
+            embeddings=np.stack([vector for _, vector, _ in part]),
+            documents=[chunk.text for chunk, _, _ in part],
+            metadatas=[{"unit_key": unit.key, "path": unit.path} for _, _, unit in part],
         )
 
 
 def _query_ids(
     collection: Any, vector: np.ndarray, pool: int, allowed: list[str] | None
 ) -> list[str]:
-    count = collection.count()
-    if count == 0:
-        return []
+    # No count() first: it cost ~30 ms at 100k chunks, and chroma (1.x) answers a pool larger
+    # than the collection, or an empty collection, with what it has.
     result = collection.query(
         query_embeddings=[vector],
-        n_results=min(pool, count),
+        n_results=pool,
         where={"unit_key": {"$in": allowed}} if allowed is not None else None,
         include=[],
     )

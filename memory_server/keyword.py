@@ -144,32 +144,37 @@ class KeywordStore:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
-    def add_unit(self, unit_key: str, path: str, chunks: Sequence[StoredChunk]) -> None:
+    def add_units(self, units: Sequence[tuple[str, str, Sequence[StoredChunk]]]) -> None:
+        """Units (key, path, chunks) in one transaction."""
         with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO units VALUES (?, ?, ?)", (unit_key, path, len(chunks))
-            )
-            for chunk in chunks:
-                cursor = self._db.execute(
-                    "INSERT OR IGNORE INTO chunks (chunk_id, unit_key, path, ordinal, start_line, "
-                    "end_line, locator, header, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        chunk.chunk_id,
-                        chunk.unit_key,
-                        chunk.path,
-                        chunk.ordinal,
-                        chunk.start_line,
-                        chunk.end_line,
-                        chunk.locator,
-                        chunk.header,
-                        chunk.text,
-                    ),
+            for unit_key, path, chunks in units:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO units VALUES (?, ?, ?)", (unit_key, path, len(chunks))
                 )
-                if cursor.rowcount:
-                    self._db.execute(
-                        "INSERT INTO chunks_fts (rowid, header, text) VALUES (?, ?, ?)",
-                        (cursor.lastrowid, chunk.header, chunk.text),
-                    )
+                for chunk in chunks:
+                    self._insert_chunk(chunk)
+
+    def _insert_chunk(self, chunk: StoredChunk) -> None:
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO chunks (chunk_id, unit_key, path, ordinal, start_line, "
+            "end_line, locator, header, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                chunk.chunk_id,
+                chunk.unit_key,
+                chunk.path,
+                chunk.ordinal,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.locator,
+                chunk.header,
+                chunk.text,
+            ),
+        )
+        if cursor.rowcount:
+            self._db.execute(
+                "INSERT INTO chunks_fts (rowid, header, text) VALUES (?, ?, ?)",
+                (cursor.lastrowid, chunk.header, chunk.text),
+            )
 
     def remove_units(self, unit_keys: Iterable[str]) -> list[str]:
         """Delete units and their chunks; returns the removed chunk ids."""

@@ -1,10 +1,10 @@
 """Effective-input-token (EIT) ledger.
 
 Every backbone call appends one ``CallRecord`` (provider-reported input tokens including cached
-ones, the cached part separately, output tokens, and whether the numbers are a tiktoken
-estimate). Current EIT is the input of the latest conversation call (compaction summaries and
-the silent memory flush are recorded but do not move it); peak EIT the largest seen. Appending
-is O(1), so a turn costs O(new tokens), not O(whole context).
+ones, the parts read from and written to a prompt cache separately, output tokens, and whether
+the numbers are a tiktoken estimate). Current EIT is the input of the latest conversation call
+(compaction summaries and the silent memory flush are recorded but do not move it); peak EIT
+the largest seen. Appending is O(1), so a turn costs O(new tokens), not O(whole context).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class CallRecord(BaseModel):
     purpose: CallPurpose = "turn"
     input_tokens: int
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     output_tokens: int
     source: Literal["provider", "estimate"] = "provider"
     latency_s: float = 0.0
@@ -36,6 +37,7 @@ class Ledger(BaseModel):
     peak_eit: int = 0
     total_input_tokens: int = 0
     total_cached_tokens: int = 0
+    total_cache_write_tokens: int = 0
     total_output_tokens: int = 0
 
     def record(
@@ -47,6 +49,7 @@ class Ledger(BaseModel):
             purpose=purpose,
             input_tokens=usage.input_tokens,
             cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             output_tokens=usage.output_tokens,
             source=usage.source,
             latency_s=latency_s,
@@ -57,6 +60,7 @@ class Ledger(BaseModel):
             self.peak_eit = max(self.peak_eit, usage.input_tokens)
         self.total_input_tokens += usage.input_tokens
         self.total_cached_tokens += usage.cached_tokens
+        self.total_cache_write_tokens += usage.cache_write_tokens
         self.total_output_tokens += usage.output_tokens
         return call
 

@@ -117,9 +117,13 @@ class ToolSpec(_Frozen):
 
 class Usage(_Frozen):
     """One backbone call. ``input_tokens`` is the effective input (cached tokens included);
-    ``cached_tokens`` is the part served from a prompt/KV cache."""
+    ``cached_tokens`` is the part read from a prompt/KV cache and ``cache_write_tokens`` the
+    part written to a provider's prompt cache on this call (Anthropic bills writes at a
+    premium; providers that cache automatically report none). Both are parts of
+    ``input_tokens``."""
 
     input_tokens: int
     output_tokens: int
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     source: Literal["provider", "estimate"] = "provider"

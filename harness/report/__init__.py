@@ -1,9 +1,10 @@
 """The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
 
 Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.aggregate`` over the
-records of ``DIR/results.jsonl``. ``summary.json`` has exactly the shape of issue 7; everything
-else a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
-``details.json``.
+records of ``DIR/results.jsonl``. ``summary.json`` has the shape of issue 7 plus ``usage``:
+tokens (input, cached read, cache write, output) and cost per model (``harness.costs``);
+everything else a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas)
+goes to ``details.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from harness.aggregate import Aggregate, StateRoles, aggregate
+from harness.costs import ModelUsage, model_usage, usage_markdown
 from harness.records import ProbeRecord, read_records
 from harness.report import tables
 from harness.report.figures import draw_figures
@@ -100,6 +102,14 @@ def render_markdown(
     return "\n\n".join(sections) + "\n"
 
 
+def _usage_section(usages: list[ModelUsage]) -> str:
+    return (
+        "\n## Tokens and cost\n\nEvery backbone call of the recorded probes (tool rounds "
+        "included); cache reads and writes are parts of the input. Prices: litellm's local "
+        "price map (unknown when the map has none).\n\n" + usage_markdown(usages) + "\n"
+    )
+
+
 def _attribution_section(directory: Path) -> str:
     """The memory-server attribution of an agent under test, when the run wrote one."""
     path = directory / "attribution.json"
@@ -120,8 +130,9 @@ def write_report(
     """Aggregate ``directory``'s results (or the given records) and write every report file;
     ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
-    records = list(records) if records is not None else read_records(out)
+    records = list(records if records is not None else read_records(out))
     agg = aggregate(records, roles)
+    usages = model_usage(records)
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures({"": agg}, out / FIGURES_DIR)
     files = ReportFiles(
@@ -132,11 +143,11 @@ def write_report(
         figures=figures,
         aggregate=agg,
     )
-    _write_json(files.summary, agg.summary())
+    usage = {"usage": [u.model_dump(mode="json") for u in usages]}
+    _write_json(files.summary, {**agg.summary(), **usage})
     _write_json(files.details, details(agg))
-    files.report.write_text(
-        render_markdown(agg, figures, note=note) + _attribution_section(out), encoding="utf-8"
-    )
+    sections = render_markdown(agg, figures, note=note) + _usage_section(usages)
+    files.report.write_text(sections + _attribution_section(out), encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
         files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""

@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -41,7 +41,9 @@ OldEmbeddingModelOpt = Annotated[str | None, typer.Option("--model", hidden=True
 ThreadsOpt = Annotated[
     int | None,
     typer.Option(
-        "--threads", min=1, help="torch threads for embedding (default: 1 for serve/search)."
+        "--threads",
+        min=1,
+        help="torch threads for embedding (default: 1 for serve/search, every core for index).",
     ),
 ]
 ChromaOpt = Annotated[
@@ -110,17 +112,28 @@ def index_command(
     model: EmbeddingModelOpt = None,
     old_model: OldEmbeddingModelOpt = None,
     chroma_url: ChromaOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Build or update the manifest and the hybrid index of a workspace. One process writes
-    an index at a time: searches and servers go on meanwhile, other writers wait."""
+    an index at a time: searches and servers go on meanwhile, other writers wait. Embeds with
+    every core unless --threads says otherwise; shows progress on stderr (bars on a terminal,
+    plain lines in a log)."""
     from memory_server.index import HybridIndex
     from memory_server.workspace import Workspace
+    from mirage.cli.run import progress_display
 
     workspace = workspace_given(workspace, old_workspace, "mirage memory index")
-    with _one_line_errors():
+    if threads is not None:
+        _set_threads(threads)
+    with _one_line_errors(), progress_display() as display:
         config = _index_config(model, old_model, chroma_url, lock_timeout)
         index = HybridIndex(Workspace.open(workspace), config)
-        report = index.rebuild() if rebuild else index.sync(collect_garbage=True)
+        progress = _units_progress(display)
+        report = (
+            index.rebuild(progress)
+            if rebuild
+            else index.sync(collect_garbage=True, progress=progress)
+        )
     typer.echo(
         f"indexed {workspace}: +{report.units_added} units (+{report.chunks_added} chunks), "
         f"-{report.units_removed} units (-{report.chunks_removed} chunks), "
@@ -128,6 +141,18 @@ def index_command(
     )
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
+
+
+def _units_progress(display: Any) -> Callable[[int, int], None]:
+    """An ``IndexProgress`` drawing "indexing files" on ``display`` from its first report."""
+    task: list[int] = []
+
+    def update(done: int, total: int) -> None:
+        if not task:
+            task.append(display.add_task("indexing files", total=total))
+        display.update(task[0], completed=done)
+
+    return update
 
 
 @memory_app.command("search")

@@ -262,6 +262,14 @@ def run(
             "merged over the generated config and checked by `openclaw config validate`",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="Plan only: probes, input tokens per state (from existing checkpoints, else "
+            "estimated from the pack and the profile), output budget and cost with and "
+            "without prompt caching (litellm's local price map); builds and writes nothing",
+        ),
+    ] = False,
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
@@ -291,8 +299,11 @@ def run(
         memory_token=memory_token,
         openclaw_config=openclaw_config,
     )
+    if dry_run:
+        typer.echo(_plan(config))
+        return
     started = time.perf_counter()
-    with _progress_display() as progress:
+    with progress_display() as progress:
         reports = _execute(config, progress)
     for files in reports:
         _print_report(files, config)
@@ -323,7 +334,7 @@ def _print_report(files: ReportFiles, config: RunConfig) -> None:
     typer.echo(f"\nreport: {files.report}")
 
 
-def _progress_display() -> Any:
+def progress_display() -> Any:
     """Rich's live bars on a terminal; plain lines on stderr when it is a file or a pipe."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -348,6 +359,17 @@ def _config(**fields: Any) -> RunConfig:
     except ValidationError as exc:
         problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
         raise fail(problems) from exc
+
+
+def _plan(config: RunConfig) -> str:
+    from harness.plan import plan_run, plan_text
+    from harness.run import MirageRun, RunInputError
+    from harness.trunk import TrunkError
+
+    try:
+        return plan_text(plan_run(MirageRun(config)))
+    except (RunInputError, TrunkError, ValueError) as exc:
+        raise fail(str(exc)) from exc
 
 
 def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:

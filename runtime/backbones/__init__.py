@@ -46,6 +46,7 @@ _LITELLM_OPTIONS = frozenset(
         "max_delay_s",
         "profile",
         "extra_params",
+        "cache_markers",
     }
 )
 _LOCAL_OPTIONS = frozenset(
@@ -70,8 +71,9 @@ network to time out or retry."""
 def make_backbone(model: str | None = None, **options: Any) -> Backbone:
     """The backbone for ``model`` (default: the embedded SmolLM2). Options: api_base, api_key,
     tool_mode, context_window, max_output_tokens, temperature, timeout_s, max_retries
-    (plus base_delay_s, max_delay_s, profile, extra_params for litellm; model_path, seed,
-    n_threads, default_system for the embedded model). ``None`` values are ignored."""
+    (plus base_delay_s, max_delay_s, profile, extra_params, cache_markers for litellm;
+    model_path, seed, n_threads, default_system for the embedded model). ``None`` values are
+    ignored."""
     if model is not None and not model.strip():
         raise ValueError("model must be a non-empty model string or None (the default model)")
     chosen = model or DEFAULT_MODEL

@@ -7,6 +7,11 @@ errors and malformed responses itself with bounded exponential backoff and jitte
 bad-request errors are raised at once. ``completion_cost`` is never called (it raises for
 models missing from the price map).
 
+Prompt caching: for providers that cache only at explicit markers (Anthropic, Claude on
+Bedrock or Vertex) the request marks the end of the system prompt and of the stable prefix
+(``runtime.backbones.prompt_cache``); other providers get the same bytes for the same prefix,
+which is what their automatic caching needs. Cache reads and writes come back in ``Usage``.
+
 Tool modes: ``native`` sends ``tools=[...]`` and returns the provider's structured calls as
 ``native_tool_calls``; ``text`` writes the tools into the system prompt and returns the raw
 text for the runtime's parser.
@@ -28,11 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.backbones.base import (
     Backbone,
     Completion,
+    PromptCount,
     ProviderError,
     ProviderErrorKind,
     ToolMode,
 )
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
+from runtime.backbones.prompt_cache import mark_cache_prefix, needs_cache_markers
 from runtime.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 from runtime.tokens import estimate_usage
@@ -79,7 +86,10 @@ class LiteLLMBackbone(Backbone):
         timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
         extra_params: dict[str, Any] | None = None,
+        cache_markers: bool | None = None,
     ) -> None:
+        """``cache_markers``: mark the cacheable prefix in every request; None decides by
+        provider (``needs_cache_markers``)."""
         self.model = model
         self.profile = profile or resolve_profile(model)
         self.tool_mode: ToolMode = tool_mode or default_tool_mode(self.profile)
@@ -91,6 +101,21 @@ class LiteLLMBackbone(Backbone):
         self.retry = retry or RetryPolicy()
         self.extra_params = dict(extra_params or {})
         self.context_window = context_window or known_context_window(model)
+        self.cache_markers = (
+            needs_cache_markers(model, api_base) if cache_markers is None else cache_markers
+        )
+
+    def count_prompt_tokens(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> PromptCount:
+        """Input tokens a call would have, by litellm's offline counter (tiktoken: the
+        provider's own count may differ by a few percent), without calling the provider."""
+        import litellm
+
+        converted = to_openai_messages(messages, tools, self.profile, self.tool_mode)
+        offered: Any = to_openai_tools(tools, self.tool_mode) or None
+        counted = litellm.token_counter(model=self.model, messages=converted, tools=offered)
+        return PromptCount(int(counted), "estimate")
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         request = self._request(messages, tools)
@@ -115,9 +140,12 @@ class LiteLLMBackbone(Backbone):
                 await asyncio.sleep(delay)
 
     def _request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        converted = to_openai_messages(messages, tools, self.profile, self.tool_mode)
+        if self.cache_markers:
+            converted = mark_cache_prefix(converted, messages)
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(messages, tools, self.profile, self.tool_mode),
+            "messages": converted,
             "timeout": self.timeout_s,
             "num_retries": 0,
             "max_retries": 0,
@@ -197,15 +225,33 @@ def known_context_window(model: str) -> int:
 
 
 def provider_usage(response: Any) -> Usage | None:
-    """The provider's usage record, or None when it reported none (all zeros counts as none)."""
+    """The provider's usage record, or None when it reported none (all zeros counts as none).
+
+    litellm (1.110) reports input tokens with cache reads and writes included, for OpenAI and
+    Anthropic alike; reads as ``prompt_tokens_details.cached_tokens`` (Anthropic's also as
+    ``cache_read_input_tokens``), writes (Anthropic only) as ``cache_creation_input_tokens``
+    and ``prompt_tokens_details.cache_creation_tokens``."""
     usage = getattr(response, "usage", None)
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    output = int(getattr(usage, "completion_tokens", 0) or 0)
+    prompt = _count(usage, "prompt_tokens")
+    output = _count(usage, "completion_tokens")
     if usage is None or (prompt == 0 and output == 0):
         return None
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    return Usage(input_tokens=prompt, output_tokens=output, cached_tokens=min(cached, prompt))
+    read = _count(details, "cached_tokens") or _count(usage, "cache_read_input_tokens")
+    written = _count(usage, "cache_creation_input_tokens") or _count(
+        details, "cache_creation_tokens"
+    )
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=output,
+        cached_tokens=min(read, prompt),
+        cache_write_tokens=min(written, prompt - min(read, prompt)),
+    )
+
+
+def _count(record: Any, field: str) -> int:
+    value = getattr(record, field, None) if record is not None else None
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
 
 
 def _tool_call(raw: Any) -> ToolCall:

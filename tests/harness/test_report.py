@@ -64,7 +64,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_write_report_files(run_dir: Path) -> None:
     files = write_report(run_dir)
     summary = json.loads(files.summary.read_text())
-    assert set(summary) == {"scoring", "runs", "states", "diagnostics"}
+    assert set(summary) == {"scoring", "runs", "states", "diagnostics", "usage"}
     assert (summary["scoring"], summary["runs"]) == ("paper", 2)
     assert list(summary["states"]) == list(STATES)
     for conds in summary["states"].values():

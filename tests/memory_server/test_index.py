@@ -100,6 +100,35 @@ def test_unchanged_content_is_never_embedded_twice(tmp_path: Path, embedder: Emb
     assert reopened.embedder.texts_embedded == 0
 
 
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_batches_store_while_the_next_embeds_and_report_progress(
+    tmp_path: Path,
+    embedder: Embedder,
+    shared_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    rebuild: bool,
+) -> None:
+    monkeypatch.setattr("memory_server.index._UNITS_PER_BATCH", 4)  # several batches
+    root = tmp_path / "ws"
+    root.mkdir()
+    for number in range(11):
+        (root / f"log_{number:02d}.md").write_text(f"# Day {number}\n\nWatered plant {number}.\n")
+    (root / "broken.pdf").write_bytes(b"not a pdf")  # skipped with a warning, still counted
+    index = _index(root, embedder, shared_cache)
+    seen: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total))
+
+    report = index.rebuild(progress) if rebuild else index.sync(progress=progress)
+    units = report.units_added + len(report.warnings)
+    assert seen[0] == (0, units) and seen[-1] == (units, units)
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})
+    assert len(seen) >= 4
+    assert index.chunk_count() == report.chunks_added == 11
+    assert [h.path for h in index.search("plant 9", 1)] == ["log_09.md"]
+
+
 def test_rebuild_equals_incremental(tmp_path: Path, embedder: Embedder, shared_cache: Path) -> None:
     incremental_root = write_workspace(tmp_path / "a")
     incremental = _index(incremental_root, embedder, shared_cache)
