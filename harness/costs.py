@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-LOCAL_PREFIX = "local/"
+from runtime.backbones.base import LOCAL_PREFIX
 
 
 class TokenTally(BaseModel):

@@ -35,9 +35,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.costs import Cost, TokenTally, cost_of, prices_for
 from harness.run import MirageRun, bad_files_reported
-from runtime.backbones.base import Backbone
+from runtime.backbones.base import LOCAL_PREFIX, Backbone
 from runtime.messages import AssistantMessage, Message, ToolSpec, UserMessage
 from runtime.session import Session
 from runtime.tokens import estimate_prompt_tokens
@@ -354,7 +355,7 @@ def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
     from compaction.strategies.base import DEFAULT_OUTPUT_TOKENS
 
     config = run.config
-    scripted = config.trunk_model == "scripted"
+    scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
     trunk_backbone = (
         None if scripted else run.backbone(config.trunk_model, config.trunk_output_tokens)
     )
@@ -363,7 +364,7 @@ def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
         if config.summarizer == config.trunk_model
         else run.backbone(config.summarizer, 512)
     )
-    summary_tokens = getattr(summarizer, "max_output_tokens", None) or DEFAULT_OUTPUT_TOKENS
+    summary_tokens = (summarizer.max_output_tokens if summarizer else None) or DEFAULT_OUTPUT_TOKENS
     replayed = _ReplayedTrunk(run, trunk_backbone, summary_tokens).replay()
     groups = []
     if not scripted:
@@ -415,10 +416,11 @@ def _group(what: str, model: str, tokens: TokenTally, *, cache: bool) -> CallGro
 
 
 def _caching_mode(model: str, backbone: Backbone | None) -> CachingMode:
-    if model.startswith("local/"):
+    if model.startswith(LOCAL_PREFIX):
         return "local"
-    markers = getattr(backbone, "cache_markers", None)
-    if markers is None:
+    if backbone is not None:
+        markers = backbone.cache_markers
+    else:
         from runtime.backbones.prompt_cache import needs_cache_markers
 
         markers = needs_cache_markers(model)

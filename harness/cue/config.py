@@ -25,6 +25,7 @@ from harness.cue.pack import DEFAULT_PACK
 from harness.cue.schema import AUDIO_LEVELS, IMAGE_LEVELS, AudioLevel, ImageLevel, Setting, Task
 from harness.cue.stats import Difference
 from harness.packs.schema import format_validation_error
+from runtime.backbones.base import LOCAL_PREFIX
 
 DEFAULT_MODEL = "local/smollm2-135m"
 DEFAULT_RUN_CONFIG = Path(__file__).resolve().parent / "data" / "default-run.yaml"
@@ -232,7 +233,7 @@ class CueRunConfig(_Strict):
 
     @property
     def output_tokens(self) -> int:
-        return self.max_output_tokens or (8 if self.model.startswith("local/") else 1024)
+        return self.max_output_tokens or (8 if self.model.startswith(LOCAL_PREFIX) else 1024)
 
 
 def default_contrasts(conditions: list[Condition]) -> list[Contrast]:

@@ -22,6 +22,7 @@ from harness.cue.schema import MEMORY_TASKS, TASK_LABELS, Setting, Task
 from harness.cue.stats import ContrastResult, apply_holm, bootstrap_contrast
 from harness.records import read_records
 from harness.report.tables import fmt, markdown_table
+from runtime.backbones.base import LOCAL_PREFIX
 
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
@@ -204,7 +205,7 @@ def render_markdown(
     memory_tasks = ", ".join(TASK_LABELS[t] for t in MEMORY_TASKS)
     sections = [
         f"# CUE-Mem report — {run['pack']} · {config.model}",
-        SMALL_MODEL_NOTE if config.model.startswith("local/") else "",
+        SMALL_MODEL_NOTE if config.model.startswith(LOCAL_PREFIX) else "",
         "Definitions: docs/cue.md. Accuracy in percent, profiles equally weighted within a task; "
         f"Memory Avg = mean of {memory_tasks}; EI-Gap = explicit − implicit Memory Avg (points); "
         "Answer Refusal apart. Unparsed replies count as wrong; failed calls are not scored.",

@@ -36,6 +36,7 @@ from harness.cue.systems import CueSystem, ProfileRun, Responder, Response, Syst
 from harness.cue.textualize import textualize
 from harness.records import ResultsLog
 from harness.run import model_slug, pack_digest
+from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:
     from harness.cue.report import CueReportFiles
@@ -110,7 +111,7 @@ class CueRun:
             from runtime.backbones import make_backbone
 
             options: dict[str, Any] = {"max_output_tokens": self.config.output_tokens}
-            if self.config.api_base and not self.config.model.startswith("local/"):
+            if self.config.api_base and not self.config.model.startswith(LOCAL_PREFIX):
                 options["api_base"] = self.config.api_base
             self._backbone = make_backbone(self.config.model, **options)
         return self._backbone

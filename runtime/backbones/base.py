@@ -103,6 +103,7 @@ class Backbone(ABC):
     tool_mode: ToolMode
     profile: ModelProfile
     max_output_tokens: int | None = None
+    cache_markers: bool = False  # marks the cacheable prefix for providers that need markers
 
     @abstractmethod
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:

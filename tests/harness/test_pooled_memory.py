@@ -16,7 +16,7 @@ from harness.records import ResultsLog, read_records
 from harness.scoring import Gold, KnownIdResolver, get_profile
 from memory_server.calllog import read_calls
 from memory_server.http import HttpServerThread, untagged
-from memory_server.server import TAG_HEADER, build_server, service_of
+from memory_server.server import TAG_HEADER, build_server
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
 from runtime.messages import Message, ToolResultMessage, UserMessage
@@ -71,7 +71,7 @@ async def test_concurrent_probes_share_connections_and_keep_their_attribution(
             finally:
                 await agent.aclose()
 
-    calls = read_calls(service_of(server).call_log.path)
+    calls = read_calls(server.service.call_log.path)
     records = {record.key: record for record in read_records(tmp_path / "results.jsonl")}
     assert len(calls) == len(records) == len(tasks)
     by_tag = {call.tag: call for call in calls}
@@ -100,7 +100,7 @@ async def test_a_pool_opens_one_connection_per_overlapping_lease(tmp_path: Path)
         finally:
             await pool.aclose()
     assert pool.opened == 3
-    tags = [call.tag for call in read_calls(service_of(server).call_log.path)]
+    tags = [call.tag for call in read_calls(server.service.call_log.path)]
     assert sorted(tags) == sorted(f"r{r}.l{n}" for r in range(3) for n in range(3))
 
 

@@ -38,6 +38,7 @@ from harness.checkpoints import (
     discard_unfinished_family,
     family_lock,
 )
+from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:
     from harness.run import MirageRun
@@ -63,7 +64,7 @@ def answering_backbone(run: MirageRun, model: str, budget: int) -> Any:
     backbone = run.backbone(model, budget)
     if backbone.context_window >= window:
         return backbone
-    if model.startswith("local/"):
+    if model.startswith(LOCAL_PREFIX):
         return run.backbone(model, budget, context_window=window)
     raise OpenClawError(
         f"the answering model {model} has a {backbone.context_window}-token window; OpenClaw "
