@@ -532,7 +532,11 @@ class MirageRun:
         return sum(task.key not in done for task in tasks)
 
     async def probe_states(
-        self, agent: Any, model_dir: Path, checkpoints: dict[str, Checkpoint], memory: Any
+        self,
+        agent: AgentUnderTest,
+        model_dir: Path,
+        checkpoints: dict[str, Checkpoint],
+        memory: Any,
     ) -> None:
         """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
         from harness.probes import plan_probes, run_probes
