@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from runtime.backbones.base import LOCAL_PREFIX
+from runtime.offline import quiet_litellm
 
 
 class TokenTally(BaseModel):
@@ -70,7 +71,7 @@ def prices_for(model: str) -> Prices | str:
     """The model's prices, or the reason there are none."""
     if model.startswith(LOCAL_PREFIX):
         return Prices(model=model, input=0.0, output=0.0, cache_read=0.0, cache_write=0.0)
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         info: dict[str, Any] = dict(litellm.get_model_info(model))
@@ -103,7 +104,7 @@ def cost_of(model: str, tally: TokenTally) -> Cost:
         return Cost(unknown=f"litellm's price map has no cache-read price for {model}")
     if tally.cache_write and prices.cache_write is None:
         return Cost(unknown=f"litellm's price map has no cache-write price for {model}")
-    import litellm
+    litellm = quiet_litellm()
 
     prompt, completion = litellm.cost_per_token(
         model=model,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 
 def _package_dir(name: str) -> Path | None:
@@ -63,3 +64,12 @@ def offline_env() -> dict[str, str]:
         "OPENBLAS_L2_SIZE",
     )
     return {key: os.environ[key] for key in keys if key in os.environ}
+
+
+def quiet_litellm() -> ModuleType:
+    """litellm, with its help banners off: it prints them to stdout (e.g. "Provider List: …" for
+    a model it does not know), which would corrupt a command's output."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm

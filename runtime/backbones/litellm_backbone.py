@@ -41,6 +41,7 @@ from runtime.backbones.base import (
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
 from runtime.backbones.prompt_cache import mark_cache_prefix, needs_cache_markers
 from runtime.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, ToolSpec, Usage
+from runtime.offline import quiet_litellm
 from runtime.profiles import ModelProfile, resolve_profile
 from runtime.tokens import estimate_usage
 
@@ -110,7 +111,7 @@ class LiteLLMBackbone(Backbone):
     ) -> PromptCount:
         """Input tokens a call would have, by litellm's offline counter (tiktoken: the
         provider's own count may differ by a few percent), without calling the provider."""
-        import litellm
+        litellm = quiet_litellm()
 
         converted = to_openai_messages(messages, tools, self.profile, self.tool_mode)
         offered: Any = to_openai_tools(tools, self.tool_mode) or None
@@ -165,9 +166,7 @@ class LiteLLMBackbone(Backbone):
         return request
 
     async def _call(self, request: dict[str, Any]) -> Any:
-        import litellm
-
-        litellm.suppress_debug_info = True  # litellm prints help banners to stdout otherwise
+        litellm = quiet_litellm()
         try:
             return await litellm.acompletion(**request)
         except Exception as exc:  # the provider boundary: every failure becomes typed
@@ -214,7 +213,7 @@ def default_tool_mode(profile: ModelProfile) -> ToolMode:
 
 def known_context_window(model: str) -> int:
     """litellm's max input tokens for ``model`` when its table knows it, else the default."""
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         info = litellm.get_model_info(model)
@@ -279,7 +278,7 @@ def provider_error_from(exc: BaseException) -> ProviderError:
 
 
 def _error_kind(exc: BaseException) -> ProviderErrorKind:
-    import litellm
+    litellm = quiet_litellm()
 
     ordered: list[tuple[type[BaseException], ProviderErrorKind]] = [
         (litellm.ContextWindowExceededError, "context_length"),

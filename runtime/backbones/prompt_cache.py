@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.messages import Message, UserMessage
+from runtime.offline import quiet_litellm
 
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 EXPLICIT_MARKER_PROVIDERS = frozenset({"anthropic"})
@@ -30,7 +31,7 @@ CLAUDE_HOSTS = frozenset({"bedrock", "bedrock_converse", "vertex_ai", "openroute
 
 def needs_cache_markers(model: str, api_base: str | None = None) -> bool:
     """True when ``model`` (a litellm model string) caches only at explicit markers."""
-    import litellm
+    litellm = quiet_litellm()
 
     try:
         _, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)

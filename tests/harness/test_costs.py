@@ -66,3 +66,16 @@ def test_summary_and_report_carry_tokens_and_cost_per_model(tmp_path: Path) -> N
     markdown = files.report.read_text()
     assert "## Tokens and cost" in markdown and "| anthropic/claude-haiku-4-5 | 3 | 4 |" in markdown
     assert model_usage([]) == []
+
+
+def test_a_model_missing_from_the_price_map_prints_nothing(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # litellm prints "Provider List: …" banners to stdout for models it cannot place; a report
+    # or `mirage view` whose stdout is read by a program must not carry them.
+    import litellm
+
+    monkeypatch.setattr(litellm, "suppress_debug_info", False)  # as in a fresh process
+    cost = cost_of("tester", TokenTally(input=1000, output=10))
+    assert cost.unknown and cost.usd is None
+    assert capfd.readouterr().out == ""
