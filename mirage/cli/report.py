@@ -172,7 +172,8 @@ def report(
     compare_out: CompareOutOption = None,
     allow_incomparable: AllowIncomparableOption = False,
 ) -> None:
-    """Write summary.json, details.json, report.md and figures/ for each DIR; print Tables 1-2.
+    """Write summary.json, details.json, report.md, report.html and figures/ for each DIR; print
+    Tables 1-2.
 
     Records scored under another profile are rescored in memory for the report (results.jsonl
     is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
