@@ -27,6 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_server.server import TAG_HEADER, TAG_PATTERN
+from runtime.asgi import ReadyServer
 
 MCP_PATH = "/mcp"
 TAGGED_PATH = "/t/{tag}/mcp"
@@ -120,16 +121,6 @@ def _mcp_endpoint(app: Starlette) -> Any:
     raise RuntimeError("the MCP SDK's streamable HTTP app has no /mcp route")
 
 
-class _NotifyingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
-        super().__init__(config)
-        self._ready = ready
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self._ready.set()
-
-
 class HttpServerThread:
     """Serve an MCP server over HTTP in a background thread. ``port=0`` picks a free port."""
 
@@ -145,7 +136,7 @@ class HttpServerThread:
         app = build_http_app(server, host=host, token=token)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         self._ready = threading.Event()
-        self._uvicorn = _NotifyingServer(config, self._ready)
+        self._uvicorn = ReadyServer(config, self._ready)
         self._thread = threading.Thread(
             target=self._uvicorn.run, name="mirage-memory-http", daemon=True
         )

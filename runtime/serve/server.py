@@ -9,15 +9,7 @@ from typing import Any
 
 import uvicorn
 
-
-class _ReadyServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
-        super().__init__(config)
-        self._ready = ready
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self._ready.set()
+from runtime.asgi import ReadyServer
 
 
 class BackgroundServer:
@@ -34,7 +26,7 @@ class BackgroundServer:
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
         )
-        self._server = _ReadyServer(config, self._ready)
+        self._server = ReadyServer(config, self._ready)
         self._thread = threading.Thread(target=self._serve, name="mirage-serve", daemon=True)
 
     def _serve(self) -> None:

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
+from runtime.asgi import ReadyServer
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from runtime.session import AgentConfig, Session
 
@@ -64,16 +65,6 @@ def make_checkpoint(root: Path, state: str = "S2") -> Checkpoint:
     )
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
-        super().__init__(config)
-        self._ready = ready
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self._ready.set()
-
-
 class AgentServer:
     """An ASGI app on a free loopback port in a background thread."""
 
@@ -82,7 +73,7 @@ class AgentServer:
         config = uvicorn.Config(
             app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
         )
-        self._server = _Server(config, self._ready)
+        self._server = ReadyServer(config, self._ready)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     def __enter__(self) -> AgentServer:
