@@ -6,6 +6,13 @@ trunk position, models, pack, seed and workspace version. A *family* is every ch
 trunk configuration; its folder name is a hash of that configuration, so a second run (or
 another answerer) with the same trunk reuses the checkpoints instead of rebuilding them.
 
+Summary formats branch (issue 17, the paper's appendix A.2): the built-in runtime's trunk
+configuration leaves the format out (``summary_format=None``), so every format shares one family.
+The trunk captures ``pre-compaction`` — the session after the memory flush, right before its
+first compaction — and the compaction states of a format live in ``<state>@<format>/``
+(``S2@free-form/``), each manifest naming its format. The trunk writes the first format's inline;
+any other format is branched later from ``pre-compaction`` (``harness.trunk.branch_formats``).
+
 Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
 renamed into place, and ``family.json`` is written the same way only after every checkpoint of
 the family; so a kill (or a native crash in the model) at any moment leaves either a finished
@@ -20,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +37,7 @@ from typing import Literal
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from compaction.strategies import TEMPLATE_PREFIX
 from memory_server.store import atomic_write_bytes
 from runtime.session import Session
 from runtime.snapshot import SnapshotError, read_snapshot_bytes, save_snapshot
@@ -41,6 +50,9 @@ FAMILY_FILE = "family.json"
 
 SCRIPTED_TRUNK_MODEL = "scripted"
 """The trunk model that replays fixed assistant replies instead of running a model."""
+FORMAT_SEPARATOR = "@"  # never in a profile's state names (harness.states)
+BRANCH_POINT = "pre-compaction"
+"""The checkpoint every summary format's compaction states branch from."""
 
 
 class TrunkConfig(BaseModel):
@@ -55,7 +67,8 @@ class TrunkConfig(BaseModel):
     profile: str
     window: int
     states: tuple[tuple[str, str, int | None, int], ...]
-    summary_format: str
+    summary_format: str | None
+    """None: the formats branch at the first compaction and are not part of the family."""
     summarizer_model: str
     memory_flush: bool
     max_output_tokens: int
@@ -78,6 +91,8 @@ class CheckpointManifest(BaseModel):
     snapshot_sha256: str
     workspace_version: str | None
     trunk: TrunkConfig
+    summary_format: str | None = None
+    """The format of the compaction(s) this session went through (None before the first)."""
 
 
 class Checkpoint(BaseModel):
@@ -99,6 +114,27 @@ class CheckpointError(Exception):
     """A checkpoint folder is missing, incomplete, or does not match its snapshot."""
 
 
+def format_slug(summary_format: str) -> str:
+    """A format as a name part: ``template:path/to/mine.txt`` → ``template-mine``."""
+    if summary_format.startswith(TEMPLATE_PREFIX):
+        stem = Path(summary_format[len(TEMPLATE_PREFIX) :]).stem
+        return "template-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("_") or "file")
+    return summary_format
+
+
+def checkpoint_dir_name(state: str, summary_format: str | None) -> str:
+    return (
+        state
+        if summary_format is None
+        else f"{state}{FORMAT_SEPARATOR}{format_slug(summary_format)}"
+    )
+
+
+def base_state(state: str) -> str:
+    """The profile state behind a record state (``S2@free-form`` → ``S2``)."""
+    return state.partition(FORMAT_SEPARATOR)[0]
+
+
 def write_checkpoint(
     family_dir: Path,
     session: Session,
@@ -108,8 +144,12 @@ def write_checkpoint(
     trunk_position: int,
     trunk_turns_total: int,
     workspace_version: str | None,
+    summary_format: str | None = None,
 ) -> Checkpoint:
-    directory = family_dir / state
+    """Write ``<family_dir>/<state>[@<format>]/`` (replacing what an earlier attempt left)."""
+    directory = family_dir / checkpoint_dir_name(state, summary_format)
+    if directory.exists():
+        shutil.rmtree(directory)
     snapshot = save_snapshot(session, directory)
     manifest = CheckpointManifest(
         state=state,
@@ -121,6 +161,7 @@ def write_checkpoint(
         snapshot_sha256=snapshot.name.removesuffix(snapshot.suffix),
         workspace_version=workspace_version,
         trunk=trunk,
+        summary_format=summary_format,
     )
     atomic_write_bytes(directory / MANIFEST, manifest.model_dump_json(indent=2).encode())
     return Checkpoint(directory=directory, manifest=manifest)
@@ -164,6 +205,27 @@ def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | 
         raise CheckpointError(
             f"corrupt checkpoint: {exc}; delete {family_dir} to rebuild this trunk on the next "
             "run (records already in results.jsonl are kept)"
+        ) from exc
+
+
+def load_branch(
+    family_dir: Path, states: list[str], summary_format: str
+) -> dict[str, Checkpoint] | None:
+    """The compaction states of one summary format, or None when that branch was never finished
+    (building it again replaces what an interrupted attempt left). A finished checkpoint that is
+    corrupt raises ``CheckpointError`` saying what to do."""
+    folders = [family_dir / checkpoint_dir_name(state, summary_format) for state in states]
+    if not all((folder / MANIFEST).is_file() for folder in folders):
+        return None
+    try:
+        return {
+            state: read_checkpoint(folder) for state, folder in zip(states, folders, strict=True)
+        }
+    except CheckpointError as exc:
+        names = ", ".join(folder.name for folder in folders)
+        raise CheckpointError(
+            f"corrupt checkpoint: {exc}; delete {names} in {family_dir} to rebuild this summary "
+            "format's branch on the next run"
         ) from exc
 
 

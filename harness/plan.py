@@ -206,7 +206,7 @@ class _ReplayedTrunk:
         self.base = self.counter.prompt(self.prefix, self.tools)
         self.added: list[int] = []
         self.compaction: CompactionConfig = compaction_config(
-            self.profile, trunk.summary_format, trunk.summarizer_model, trunk.memory_flush
+            self.profile, run.config.primary_format, trunk.summarizer_model, trunk.memory_flush
         )
         self.budget = self.compaction.budget(self.profile.window)
         self.reply = placeholder_text(trunk.max_output_tokens)
@@ -310,15 +310,11 @@ class _ReplayedTrunk:
 def plan_run(run: MirageRun) -> RunPlan:
     """The plan of ``run``; raises what the real run would raise for a bad pack, checkpoint or
     unreachable state."""
-    from harness.checkpoints import load_family
     from runtime.snapshot import load_snapshot
 
-    trunk = run.trunk_config()
-    family = trunk.family_id()
+    family = run.trunk_config().family_id()
     with bad_files_reported():
-        existing = load_family(
-            run.out / "checkpoints" / family, [s.name for s in run.profile.states]
-        )
+        existing = run.existing_checkpoints()
     if existing is not None:
         sessions = {state: load_snapshot(cp.snapshot_path) for state, cp in existing.items()}
         eits: dict[str, int | None] = {s: cp.manifest.eit for s, cp in existing.items()}
@@ -326,7 +322,8 @@ def plan_run(run: MirageRun) -> RunPlan:
         source: StateSource = "checkpoint"
     else:
         replayed, trunk_plan = _replay_trunk(run, family)
-        sessions, eits, source = replayed.sessions, {}, "estimate"
+        sessions = {key: replayed.sessions[state] for key, state, _ in run.state_keys()}
+        eits, source = {}, "estimate"
     answerers = [
         _answerer_plan(run, model, sessions, eits, source) for model in _answerer_models(run)
     ]
@@ -377,11 +374,12 @@ def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
                 calls=len(replayed.flush_inputs),
             )
             groups.append(_group("memory flush", config.trunk_model, flush, cache=False))
-    if replayed.summarized:
+    if replayed.summarized:  # every other summary format compacts the first compaction again
+        summarized = replayed.summarized + replayed.summarized[:1] * (
+            len(config.summary_formats) - 1
+        )
         summaries = TokenTally(
-            input=sum(replayed.summarized),
-            output=len(replayed.summarized) * summary_tokens,
-            calls=len(replayed.summarized),
+            input=sum(summarized), output=len(summarized) * summary_tokens, calls=len(summarized)
         )
         groups.append(_group("compaction summary", config.summarizer, summaries, cache=False))
     return replayed, TrunkPlan(family=family, reused=False, turns=replayed.turns, groups=groups)

@@ -73,6 +73,7 @@ def record_for(
         "checkpoint_sha256": task.checkpoint.manifest.snapshot_sha256,
         "restored_sha256": reply.restored_sha256,
         "state_eit": task.checkpoint.manifest.eit,
+        "summary_format": task.checkpoint.manifest.summary_format,
         "tag": task.tag,
         "trace": reply.trace,
     }

@@ -101,6 +101,8 @@ class ProbeRecord(BaseModel):
     scoring: ProfileName = DEFAULT_PROFILE
     prompt_template: str | None = None
     state: str = Field(min_length=1)
+    summary_format: str | None = None
+    """The compaction summary format behind the state (None before the first compaction)."""
     condition: Condition
     question_id: str = Field(min_length=1)
     repeat: int = Field(ge=0)

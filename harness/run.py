@@ -3,7 +3,9 @@
 1. materialise the pack's workspace W and index it;
 2. build the trunk T = plant ⊕ filler with the trunk model (compaction on) and capture one
    checkpoint per state — or reuse the family of checkpoints a previous run built with the same
-   trunk configuration;
+   trunk configuration; with several summary formats, the first compacts inline and every other
+   one branches its compaction states (``S2@<format>``) from the state right before the first
+   compaction;
 3. for each answerer model: every state × condition × question × repeat on a fresh restore,
    with the memory server pinned to the checkpoint's workspace version and a per-probe
    attribution tag; records appended to ``<out>/<model>/results.jsonl`` (resumable);
@@ -24,13 +26,18 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.checkpoints import (
+    BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
     Checkpoint,
     CheckpointError,
     TrunkConfig,
+    checkpoint_dir_name,
     family_lock,
+    format_slug,
+    load_branch,
     load_family,
     mark_family_complete,
+    read_checkpoint,
 )
 from harness.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.rundir import RUN_CONFIG
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
     from harness.agents.base import AgentUnderTest
     from harness.attribution import AttributedAgent
     from harness.report import ReportFiles
+    from harness.trunk import TrunkModels
 
 log = structlog.get_logger(__name__)
 
@@ -88,7 +96,12 @@ class RunConfig(BaseModel):
         description="Questions to use, as whole answerable/unanswerable pairs spread over the "
         "evidence objects; None uses every question.",
     )
-    summary_format: str = "verbatim"
+    summary_formats: list[str] = Field(
+        default_factory=lambda: ["verbatim"],
+        min_length=1,
+        description="Compaction summary formats; the first is the trunk's own (its S2 is S2), "
+        "each other one adds the states S2@<format>, branched from the same pre-compaction state",
+    )
     memory_flush: bool = True
     seed: int = 0
     out: Path = Path("mirage-runs/default")
@@ -128,12 +141,27 @@ class RunConfig(BaseModel):
         "the generated config",
     )
 
-    @field_validator("summary_format")
+    @field_validator("summary_formats", mode="before")
     @classmethod
-    def _summary_format_known(cls, value: str) -> str:
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("summary_formats")
+    @classmethod
+    def _summary_formats_known(cls, value: list[str]) -> list[str]:
         from compaction.config import check_format
 
-        return check_format(value)  # a bad template:FILE fails here, before any work
+        slugs = [format_slug(check_format(name)) for name in value]  # a bad template fails now
+        repeated = sorted({slug for slug in slugs if slugs.count(slug) > 1})
+        if repeated:
+            raise ValueError(f"--summary-format names {', '.join(repeated)} more than once")
+        return value
+
+    @property
+    def primary_format(self) -> str:
+        return self.summary_formats[0]
 
     @model_validator(mode="after")
     def _agent_options(self) -> RunConfig:
@@ -154,6 +182,11 @@ class RunConfig(BaseModel):
 
         if self.concurrency != 1:
             raise ValueError("--agent openclaw runs one probe at a time: use --concurrency 1")
+        if self.summary_formats != ["verbatim"]:
+            raise ValueError(
+                "--summary-format applies to mirage's own compaction; OpenClaw compacts with its "
+                "own format"
+            )
         if self.openclaw_config is not None:
             load_user_config(self.openclaw_config)  # a bad file fails now, before any work
 
@@ -307,8 +340,48 @@ class MirageRun:
         self.progress = progress
         self.window = self._trunk_window()
         self.profile = depth_profile(config.profile, self.window)
+        self._check_format_axis()
         self.workspace = self.out / "workspace"
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
+
+    def _check_format_axis(self) -> None:
+        if len(self.config.summary_formats) == 1:
+            return
+        compactions = [s for s in self.profile.states if s.kind == "compaction"]
+        if not compactions:
+            raise RunInputError(
+                f"profile {self.profile.name!r} has no compaction state: several summary formats "
+                "would give identical states; give one --summary-format"
+            )
+        later = [s.name for s in compactions if s.compactions > 1]
+        if later:
+            raise RunInputError(
+                f"state(s) {', '.join(later)} come after a later compaction: summary formats "
+                "branch only at the first one; run each format with its own --out"
+            )
+
+    def state_key(self, state: str, summary_format: str) -> str:
+        """The record state of a compaction state under ``summary_format``: the state's own
+        name for the primary format, ``<state>@<format>`` for the others."""
+        if summary_format == self.config.primary_format:
+            return state
+        return checkpoint_dir_name(state, summary_format)
+
+    def state_keys(self) -> list[tuple[str, str, str | None]]:
+        """(record state, profile state, summary format — None before the first compaction)
+        for every state of this run, in probe order."""
+        keys: list[tuple[str, str, str | None]] = []
+        for spec in self.profile.states:
+            if spec.kind != "compaction":
+                keys.append((spec.name, spec.name, None))
+                continue
+            for fmt in self.config.summary_formats:
+                keys.append((self.state_key(spec.name, fmt), spec.name, fmt))
+        return keys
+
+    def state_formats(self) -> dict[str, str]:
+        """Each compaction state key of this run → its summary format."""
+        return {key: fmt for key, _, fmt in self.state_keys() if fmt is not None}
 
     def _trunk_window(self) -> int:
         if self.config.window is not None:
@@ -345,7 +418,7 @@ class MirageRun:
             profile=self.profile.name,
             window=self.profile.window,
             states=states,
-            summary_format=self.config.summary_format,
+            summary_format=None,  # formats branch at the first compaction: not in the family
             summarizer_model=self.config.summarizer,
             memory_flush=self.config.memory_flush,
             max_output_tokens=self.config.trunk_output_tokens,
@@ -365,24 +438,96 @@ class MirageRun:
             progress.update(task, completed=1)
         return index
 
-    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
-        trunk = self.trunk_config()
-        family_dir = self.out / "checkpoints" / trunk.family_id()
-        with family_lock(family_dir):
-            existing = load_family(family_dir, [s.name for s in self.profile.states])
-            if existing is not None:
-                log.info("checkpoints_reused", family=family_dir.name)
-                return existing
-            return await self._build_trunk(trunk, family_dir, index)
+    @property
+    def family_dir(self) -> Path:
+        return self.out / "checkpoints" / self.trunk_config().family_id()
 
-    async def _build_trunk(
-        self, trunk: TrunkConfig, family_dir: Path, index: Any
+    def existing_checkpoints(self) -> dict[str, Checkpoint] | None:
+        """Every state's checkpoint by record state when the family and every format's branch
+        are built, else None (builds and writes nothing)."""
+        shared = load_family(self.family_dir, self.shared_states)
+        if shared is None:
+            return None
+        branches = self._existing_branches()
+        if len(branches) < len(self.config.summary_formats):
+            return None
+        return self._by_state_key(shared, branches)
+
+    def _existing_branches(self) -> dict[str, dict[str, Checkpoint]]:
+        compacted = [s.name for s in self.profile.states if s.kind == "compaction"]
+        branches = {}
+        for fmt in self.config.summary_formats:
+            branch = load_branch(self.family_dir, compacted, fmt)
+            if branch is not None:
+                branches[fmt] = branch
+        return branches
+
+    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
+        """Every state's checkpoint by record state, building what the family lacks: the
+        trunk (with the primary format inline) and the other formats' branches."""
+        trunk, family_dir = self.trunk_config(), self.family_dir
+        with family_lock(family_dir):
+            shared = load_family(family_dir, self.shared_states)
+            branches = self._existing_branches() if shared is not None else {}
+            missing = [f for f in self.config.summary_formats if f not in branches]
+            if shared is None or missing:
+                shared, built = await self._build_family(trunk, family_dir, index, missing, shared)
+                branches.update(built)
+            else:
+                log.info("checkpoints_reused", family=family_dir.name)
+        return self._by_state_key(shared, branches)
+
+    def _by_state_key(
+        self, shared: dict[str, Checkpoint], branches: dict[str, dict[str, Checkpoint]]
     ) -> dict[str, Checkpoint]:
-        from harness.trunk import TrunkRunner, build_trunk_agent
-        from memory_server.workspace import Workspace
+        return {
+            key: shared[state] if fmt is None else branches[fmt][state]
+            for key, state, fmt in self.state_keys()
+        }
+
+    async def _build_family(
+        self,
+        trunk: TrunkConfig,
+        family_dir: Path,
+        index: Any,
+        formats: list[str],
+        shared: dict[str, Checkpoint] | None,
+    ) -> tuple[dict[str, Checkpoint], dict[str, dict[str, Checkpoint]]]:
+        """The trunk when ``shared`` is None (compacting with ``formats[0]``), then a branch
+        for every other format; returns the shared states and the formats' compaction states."""
+        from harness.trunk import branch_formats
         from runtime.mcp_client import MCPServerConfig, MCPToolset
 
-        workspace = Workspace.open(self.workspace)
+        models = self._trunk_models(trunk)
+        branches: dict[str, dict[str, Checkpoint]] = {}
+        with memory_endpoint(self.workspace, index, self.out / "trunk-calls.jsonl") as memory:
+            async with AsyncExitStack() as stack:
+                tools = await stack.enter_async_context(
+                    MCPToolset([MCPServerConfig(name="memory", url=memory.tagged_url("trunk"))])
+                )
+                if shared is None:
+                    shared, inline = await self._build_trunk(
+                        trunk, family_dir, models, tools, formats[0]
+                    )
+                    branches[formats[0]] = inline
+                    formats = formats[1:]
+                if formats:
+                    branch_point = self._branch_point(family_dir, formats)
+                    branches.update(
+                        await branch_formats(
+                            branch_point, formats, models, tools, self.pack, self.profile
+                        )
+                    )
+        return shared, branches
+
+    @property
+    def shared_states(self) -> list[str]:
+        """The states every summary format shares: those before the first compaction."""
+        return [s.name for s in self.profile.states if s.kind != "compaction"]
+
+    def _trunk_models(self, trunk: TrunkConfig) -> TrunkModels:
+        from harness.trunk import TrunkModels
+
         trunk_backbone = None
         if self.config.trunk_model != SCRIPTED_TRUNK_MODEL:
             trunk_backbone = self.backbone(self.config.trunk_model, trunk.max_output_tokens)
@@ -391,27 +536,56 @@ class MirageRun:
             if self.config.summarizer == self.config.trunk_model
             else self.backbone(self.config.summarizer, 512)
         )
-        with memory_endpoint(self.workspace, index, self.out / "trunk-calls.jsonl") as memory:
-            async with AsyncExitStack() as stack:
-                tools = await stack.enter_async_context(
-                    MCPToolset([MCPServerConfig(name="memory", url=memory.tagged_url("trunk"))])
-                )
-                agent = build_trunk_agent(
-                    trunk, self.profile, trunk_backbone, summarizer, tools, self.workspace
-                )
-                runner = TrunkRunner(
-                    self.pack, trunk, self.profile, agent, family_dir, workspace.snapshot
-                )
-                checkpoints = await runner.run(self.trunk_progress())
+        return TrunkModels(trunk_backbone, summarizer)
+
+    def _branch_point(self, family_dir: Path, formats: list[str]) -> Checkpoint:
+        folder = family_dir / BRANCH_POINT
+        if not folder.is_dir():
+            raise RunInputError(
+                f"{family_dir} has no {BRANCH_POINT} checkpoint (its first compaction came from a "
+                f"context overflow in mid-turn): run {', '.join(formats)} with its own --out"
+            )
+        return read_checkpoint(folder)
+
+    async def _build_trunk(
+        self,
+        trunk: TrunkConfig,
+        family_dir: Path,
+        models: TrunkModels,
+        tools: Any,
+        summary_format: str,
+    ) -> tuple[dict[str, Checkpoint], dict[str, Checkpoint]]:
+        """The shared trunk compacting with ``summary_format``: the states before the first
+        compaction, and that format's compaction states."""
+        from harness.trunk import TrunkRunner, build_trunk_agent
+        from memory_server.workspace import Workspace
+
+        agent = build_trunk_agent(
+            trunk, self.profile, models, tools, self.workspace, summary_format
+        )
+        runner = TrunkRunner(
+            self.pack,
+            trunk,
+            self.profile,
+            agent,
+            family_dir,
+            Workspace.open(self.workspace).snapshot,
+            summary_format,
+        )
+        checkpoints = await runner.run(self.trunk_progress())
         mark_family_complete(
             family_dir,
             trunk,
             {
                 "turns": runner.position,
                 "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
+                "summary_format": summary_format,
+                "branch_point": runner.branch_point is not None,
             },
         )
-        return checkpoints
+        compacted = {s.name for s in self.profile.states if s.kind == "compaction"}
+        inline = {name: cp for name, cp in checkpoints.items() if name in compacted}
+        return checkpoints, inline
 
     def trunk_progress(self) -> Callable[[int, int], None] | None:
         progress = self.progress
@@ -451,18 +625,28 @@ class MirageRun:
 
     def check_resumable(self) -> None:
         """Refuse to resume result folders scored under another profile (their prompts differ
-        too, so the records would not be comparable)."""
+        too, so the records would not be comparable) or whose S2 came from another format."""
         from harness.records import RESULTS_FILE, read_records
 
+        formats = self.state_formats()
         for folder in self.result_dirs():
             if not (folder / RESULTS_FILE).is_file():
                 continue
-            other = sorted({r.scoring for r in read_records(folder)} - {self.config.scoring})
+            records = read_records(folder)
+            other = sorted({r.scoring for r in records} - {self.config.scoring})
             if other:
                 raise ResumeError(
                     f"{folder / RESULTS_FILE} holds records of scoring profile "
                     f"{', '.join(other)}; resume with --scoring {other[0]} or use a new --out"
                 )
+            for record in records:
+                expected = formats.get(record.state)
+                if record.summary_format not in (None, expected):
+                    raise ResumeError(
+                        f"{folder / RESULTS_FILE} holds {record.state} records under summary "
+                        f"format {record.summary_format}, this run's {record.state} is {expected}: "
+                        f"give --summary-format {record.summary_format} first or use a new --out"
+                    )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.agents import BuiltinAgent
@@ -505,7 +689,10 @@ class MirageRun:
     async def probe_agent(
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
     ) -> Path:
-        """Every probe of ``agent`` in state-major order, the memory server pinned per state."""
+        """Every probe of ``agent`` in state-major order, the memory server pinned per state;
+        the compaction summaries of the states go to ``summaries.json`` for the report."""
+        from harness.report.formats import collect_summaries, write_summaries
+
         with memory_endpoint(
             self.workspace,
             index,
@@ -514,6 +701,8 @@ class MirageRun:
             token=self.config.memory_token,
         ) as memory:
             agent.bind_memory(memory.tagged_url)
+            model_dir.mkdir(parents=True, exist_ok=True)
+            write_summaries(model_dir, collect_summaries(checkpoints))
             try:
                 await self.probe_states(agent, model_dir, checkpoints, memory)
             finally:

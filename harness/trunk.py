@@ -5,18 +5,26 @@ and the memory server's tools. Planting turns whose assistant reply the pack scr
 replayed verbatim (the reply is not generated, usage is a tiktoken estimate); every other
 assistant turn comes from the trunk model — or, with ``trunk_model="scripted"``, from a fixed
 acknowledgement, so one checkpoint family can be shared by every answerer without any model.
+
+Summary formats: the trunk compacts with the run's first format and, right before its first
+compaction (after the memory flush), captures the branch point; ``branch_formats`` gives every
+other format its own compaction states from a fresh restore of that branch point, so the shared
+trunk and its S1 states are built once (the paper's appendix A.2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
+from compaction.compactor import Reason
 from compaction.config import CompactionConfig
-from compaction.policy import CompactionPolicy
+from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
 from harness.checkpoints import (
+    BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
     Checkpoint,
     TrunkConfig,
@@ -30,7 +38,8 @@ from runtime.backbones.base import Backbone, Completion
 from runtime.factory import new_session
 from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.profiles import resolve_profile
-from runtime.session import AgentConfig
+from runtime.session import AgentConfig, CompactionRecord, Session
+from runtime.snapshot import load_snapshot, session_bytes, session_from_payload
 from runtime.tokens import estimate_usage
 from runtime.toolset import Toolset
 
@@ -100,8 +109,33 @@ def check_states_reachable(profile: DepthProfile, threshold: int) -> None:
             )
 
 
+class BranchingPolicy(CompactionPolicy):
+    """The trunk's compaction policy: keeps the session (as snapshot bytes) as it was right
+    before the first threshold compaction, after the memory flush — the summary formats'
+    branch point. A compaction that fails is retried on a later turn, which keeps a new one."""
+
+    def __init__(self, config: CompactionConfig, summarizer: Backbone | None) -> None:
+        super().__init__(config, summarizer=summarizer)
+        self.branch_point: bytes | None = None
+
+    async def compact(
+        self,
+        agent: Agent,
+        *,
+        reason: Reason = "manual",
+        keep_recent_tokens: int | None = None,
+        focus: str | None = None,
+    ) -> CompactionRecord | None:
+        if reason == "threshold" and agent.session.compaction_count == 0:
+            self.branch_point = session_bytes(agent.session)
+        return await super().compact(
+            agent, reason=reason, keep_recent_tokens=keep_recent_tokens, focus=focus
+        )
+
+
 class TrunkRunner:
-    """Drives one trunk and writes a checkpoint the moment each state is reached."""
+    """Drives one trunk and writes a checkpoint the moment each state is reached; compaction
+    states under ``summary_format`` (the agent's policy's format)."""
 
     def __init__(
         self,
@@ -111,11 +145,14 @@ class TrunkRunner:
         agent: Agent,
         family_dir: Path,
         workspace_version: Callable[[], str | None],
+        summary_format: str | None = None,
     ) -> None:
         self.pack, self.trunk, self.profile, self.agent = pack, trunk, profile, agent
         self.family_dir = family_dir
         self.workspace_version = workspace_version
+        self.summary_format = summary_format
         self.checkpoints: dict[str, Checkpoint] = {}
+        self.branch_point: Checkpoint | None = None
         self.position = 0
 
     @property
@@ -134,6 +171,7 @@ class TrunkRunner:
             trunk_position=self.position,
             trunk_turns_total=self.position,
             workspace_version=self.workspace_version(),
+            summary_format=self.summary_format if session.compaction_count else None,
         )
         log.info(
             "checkpoint",
@@ -142,6 +180,25 @@ class TrunkRunner:
             compactions=session.compaction_count,
             position=self.position,
         )
+
+    def _capture_branch_point(self) -> None:
+        """The session the policy kept during the last turn (after the turn's memory flush,
+        before its first compaction); the workspace is as then: compaction writes none."""
+        policy = self.agent.policy
+        if not isinstance(policy, BranchingPolicy) or policy.branch_point is None:
+            return
+        session = session_from_payload(policy.branch_point, BRANCH_POINT)
+        policy.branch_point = None
+        self.branch_point = write_checkpoint(
+            self.family_dir,
+            session,
+            state=BRANCH_POINT,
+            trunk=self.trunk,
+            trunk_position=self.position,
+            trunk_turns_total=self.position,
+            workspace_version=self.workspace_version(),
+        )
+        log.info("checkpoint", state=BRANCH_POINT, eit=session.ledger.current_eit)
 
     def _capture_due(self, kinds: set[str]) -> None:
         for spec in self.profile.states:
@@ -176,6 +233,7 @@ class TrunkRunner:
             if len(self.checkpoints) == len(self.profile.states):
                 break
             await self._turn(UserMessage.text(turn.text), None)
+            self._capture_branch_point()
             self._capture_due({"depth", "compaction"})
             if on_turn:
                 on_turn(self.position, self.agent.session.ledger.current_eit)
@@ -189,28 +247,104 @@ class TrunkRunner:
             )
         return {spec.name: self.checkpoints[spec.name] for spec in self.profile.states}
 
+    async def run_branch(self) -> dict[str, Checkpoint]:
+        """On a session restored from the branch point: this format's first compaction, then
+        its compaction states (all must come right after it)."""
+        policy, agent = self.agent.policy, self.agent
+        assert isinstance(policy, CompactionPolicy)
+        keep = policy.budget(agent).keep_recent
+        await policy.compact(agent, reason="threshold", keep_recent_tokens=keep)
+        if agent.session.compaction_count == 0:
+            failures = agent.session.tool_state.get(FAILURES_STATE_KEY) or [{}]
+            raise TrunkError(
+                f"summary format {self.summary_format}: the compaction from the branch point "
+                f"failed ({failures[-1].get('error', 'no summary')})"
+            )
+        self._capture_due({"compaction"})
+        compaction_states = [s for s in self.profile.states if s.kind == "compaction"]
+        missing = [s.name for s in compaction_states if s.name not in self.checkpoints]
+        if missing:
+            raise TrunkError(
+                f"state(s) {', '.join(missing)} come after a later compaction: summary formats "
+                "branch only at the first one; run each format with its own --out"
+            )
+        return {spec.name: self.checkpoints[spec.name] for spec in compaction_states}
+
+
+async def branch_formats(
+    branch_point: Checkpoint,
+    formats: Sequence[str],
+    models: TrunkModels,
+    toolset: Toolset | None,
+    pack: Pack,
+    profile: DepthProfile,
+) -> dict[str, dict[str, Checkpoint]]:
+    """The compaction states of each format in ``formats``, each from a fresh restore of
+    ``branch_point`` (written next to it, in the same family)."""
+    manifest = branch_point.manifest
+    branches: dict[str, dict[str, Checkpoint]] = {}
+    for summary_format in formats:
+        session = load_snapshot(branch_point.snapshot_path)
+        agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
+        runner = TrunkRunner(
+            pack,
+            manifest.trunk,
+            profile,
+            agent,
+            branch_point.directory.parent,
+            lambda: manifest.workspace_version,
+            summary_format,
+        )
+        runner.position = manifest.trunk_position
+        branches[summary_format] = await runner.run_branch()
+        log.info("summary_format_branched", summary_format=summary_format)
+    return branches
+
+
+class TrunkModels(NamedTuple):
+    """The trunk's model (None: scripted replies) and the compaction summarizer."""
+
+    trunk: Backbone | None
+    summarizer: Backbone | None
+
+
+def trunk_agent(
+    session: Session,
+    trunk: TrunkConfig,
+    profile: DepthProfile,
+    models: TrunkModels,
+    toolset: Toolset | None,
+    summary_format: str,
+) -> Agent:
+    """The trunk's agent on ``session``, compacting with ``summary_format``."""
+    replay = ReplayBackbone(models.trunk, context_window=profile.window)
+    compaction = compaction_config(
+        profile, summary_format, trunk.summarizer_model, trunk.memory_flush
+    )
+    check_states_reachable(profile, compaction.budget(profile.window).threshold)
+    policy = BranchingPolicy(compaction, summarizer=models.summarizer)
+    return Agent(session, replay, toolset, policy)
+
 
 def build_trunk_agent(
     trunk: TrunkConfig,
     profile: DepthProfile,
-    trunk_backbone: Backbone | None,
-    summarizer: Backbone | None,
+    models: TrunkModels,
     toolset: Toolset | None,
     workspace: Path,
+    summary_format: str,
 ) -> Agent:
-    replay = ReplayBackbone(trunk_backbone, context_window=profile.window)
-    if replay.context_window < profile.window:
+    """The trunk's agent on a new session, compacting with ``summary_format``."""
+    model, window = SCRIPTED_TRUNK_MODEL, profile.window
+    if models.trunk is not None:
+        model, window = models.trunk.model, models.trunk.context_window
+    if window < profile.window:
         raise TrunkError(
             f"profile {profile.name!r} needs a {profile.window}-token window but the trunk "
-            f"model {replay.model} has {replay.context_window}; use --profile scaled"
+            f"model {model} has {window}; use --profile scaled"
         )
     config = AgentConfig(
-        model=replay.model, context_window=profile.window, max_output_tokens=trunk.max_output_tokens
+        model=model, context_window=profile.window, max_output_tokens=trunk.max_output_tokens
     )
     session = new_session(config, profile.window, workspace)
-    compaction = compaction_config(
-        profile, trunk.summary_format, trunk.summarizer_model, trunk.memory_flush
-    )
-    check_states_reachable(profile, compaction.budget(profile.window).threshold)
-    policy = CompactionPolicy(compaction, summarizer=summarizer)
-    return Agent(session, replay, toolset, policy)
+    return trunk_agent(session, trunk, profile, models, toolset, summary_format)

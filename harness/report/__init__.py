@@ -2,9 +2,10 @@
 
 Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.aggregate`` over the
 records of ``DIR/results.jsonl``. ``summary.json`` has the shape of issue 7 plus ``usage``:
-tokens (input, cached read, cache write, output) and cost per model (``harness.costs``);
-everything else a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas)
-goes to ``details.json``.
+tokens (input, cached read, cache write, output) and cost per model (``harness.costs``), and
+with several summary formats ``summary_formats`` (``harness.report.formats``); everything else
+a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
+``details.json``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from harness.costs import ModelUsage, model_usage, usage_markdown
 from harness.records import ProbeRecord, read_records
 from harness.report import tables
 from harness.report.figures import draw_figures
+from harness.report.formats import format_rows, formats_section
 from harness.report.html import HTML_FILE, answerer_label, write_html
 
 SUMMARY_FILE = "summary.json"
@@ -144,9 +146,12 @@ def write_report(
         aggregate=agg,
     )
     usage = {"usage": [u.model_dump(mode="json") for u in usages]}
-    _write_json(files.summary, {**agg.summary(), **usage})
+    rows = format_rows(agg, records)
+    by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
+    _write_json(files.summary, {**agg.summary(), **usage, **by_format})
     _write_json(files.details, details(agg))
-    sections = render_markdown(agg, figures, note=note) + _usage_section(usages)
+    sections = render_markdown(agg, figures, note=note) + formats_section(out, agg, records)
+    sections += _usage_section(usages)
     files.report.write_text(sections + _attribution_section(out), encoding="utf-8")
     label = answerer_label(out, records)
     write_html(

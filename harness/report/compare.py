@@ -11,7 +11,9 @@ Wilson on the pooled counts for Ret and MI_d80k; for DS and Δcomp, which are fu
 GC rates, a percentile bootstrap that resamples questions (all of a question's states and
 repeats together, so the pairing across states is kept). Answerers whose runs differ in pack,
 depth profile, scoring profile or depth coordinates (state names and their checkpoint EIT) are
-refused, or with ``allow_incomparable`` written under a banner that says what differs.
+refused, or with ``allow_incomparable`` written under a banner that says what differs. Summary
+formats are an axis, not a difference: SC and GC at each format's compaction state are shown
+side by side with the summaries (``harness.report.formats``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,19 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from harness.aggregate import Aggregate, StateRoles, aggregate
+from harness.checkpoints import base_state
 from harness.metrics import DIAGNOSTICS, TABLE1_COLUMNS, fmt, get_metric
 from harness.records import RESULTS_FILE, ProbeRecord
 from harness.report.figures import draw_figures
+from harness.report.formats import (
+    FormatRow,
+    FormatSummary,
+    format_rows,
+    format_table,
+    read_summaries,
+    state_formats,
+    summaries_markdown,
+)
 from harness.report.html import answerer_label, write_html
 from harness.report.tables import markdown_table
 from harness.rundir import RUN_CONFIG
@@ -81,6 +93,7 @@ class Comparison(BaseModel):
     ranking: dict[str, dict[str, list[Ranked]]]  # condition -> metric -> best first
     summaries: dict[str, dict[str, object]]  # label -> the answerer's summary.json
     compliance: list[dict[str, object]]
+    summary_formats: dict[str, list[FormatRow]] = {}  # label -> SC/GC per format (appendix A.2)
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -118,12 +131,15 @@ def run_facts(directory: Path, records: Sequence[ProbeRecord]) -> RunFacts:
     depth: dict[str, int | None] = {}
     for record in records:
         eit = (record.model_extra or {}).get("state_eit")
-        if depth.get(record.state) is None:
-            depth[record.state] = eit if isinstance(eit, int) else None
+        state = base_state(record.state)  # S2@<format> is S2 under another format
+        if depth.get(state) is None:
+            depth[state] = eit if isinstance(eit, int) else None
     scorings = sorted({r.scoring for r in records})
 
     def text(key: str) -> str | None:
         value = config.get(key)
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
         return None if value is None else str(value)
 
     return RunFacts(
@@ -131,7 +147,7 @@ def run_facts(directory: Path, records: Sequence[ProbeRecord]) -> RunFacts:
         profile=text("profile"),
         scoring=", ".join(scorings) or None,
         depth=dict(sorted(depth.items())),
-        summary_format=text("summary_format"),
+        summary_format=text("summary_formats") or text("summary_format"),
     )
 
 
@@ -346,6 +362,36 @@ def _facts_table(answerers: Sequence[Answerer]) -> str:
     return markdown_table(header, rows)
 
 
+def compared_formats(
+    aggregates: dict[str, Aggregate], records: dict[str, list[ProbeRecord]]
+) -> dict[str, list[FormatRow]]:
+    """SC/GC per summary format for every answerer, when the answerers ran two or more
+    formats between them (in one run or across runs)."""
+    formats = {f for rs in records.values() for f in state_formats(rs).values()}
+    if len(formats) < 2:
+        return {}
+    return {label: format_rows(aggregates[label], records[label], single=True) for label in records}
+
+
+def _formats_section(comparison: Comparison) -> str:
+    if not comparison.summary_formats:
+        return ""
+    deep = StateRoles().deep
+    tables = [format_table(rows, deep, label) for label, rows in comparison.summary_formats.items()]
+    summaries: dict[tuple[str, str], FormatSummary] = {}
+    for answerer in comparison.answerers:
+        for summary in read_summaries(Path(answerer.directory)):
+            summaries.setdefault((summary.summary_format, summary.text), summary)
+    parts = [
+        "## Summary formats at the compaction state (appendix A.2)",
+        "SC and GC pooled over runs with Wilson 95% intervals; Δcomp from the mean per-run GC.",
+        *tables,
+    ]
+    if summaries:
+        parts += ["## The summaries", summaries_markdown(list(summaries.values()))]
+    return "\n\n".join(parts)
+
+
 def render_comparison(
     comparison: Comparison, aggregates: dict[str, Aggregate], figures: Sequence[Path]
 ) -> str:
@@ -367,6 +413,7 @@ def render_comparison(
         "pooled counts. Overlapping intervals mean the order is not established."
     )
     sections.append(ranking_tables(comparison.ranking))
+    sections.append(_formats_section(comparison))
     if comparison.compliance:
         rows = [ComplianceRow.model_validate(r) for r in comparison.compliance]
         sections.append("## Tool compliance (mirage compliance)\n\n" + render_markdown(rows))
@@ -414,6 +461,7 @@ def write_comparison(
         ranking=ranking(aggregates, records),
         summaries={label: agg.summary() for label, agg in aggregates.items()},
         compliance=find_compliance([out, *answerers, *(d.parent for d in answerers)]),
+        summary_formats=compared_formats(aggregates, records),
     )
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)

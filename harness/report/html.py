@@ -185,6 +185,7 @@ def render_html(
 ) -> str:
     """The page for ``answerers`` (label -> result folder, records, aggregate)."""
     from harness.report import tables
+    from harness.report.formats import format_rows, format_table, read_summaries
 
     probes = []
     sections = []
@@ -196,10 +197,16 @@ def render_html(
             ("Table 2 — cross-state diagnostics", tables.table2(agg)),
             ("Retrieval-path composition", tables.paths_table(agg)),
         ]
+        rows = format_rows(agg, records)
+        if rows:
+            named.append(
+                ("Summary formats at the compaction state", format_table(rows, agg.roles.deep))
+            )
         sections.append(
             {
                 "label": label,
                 "tables": [(name, markdown_to_html_table(md)) for name, md in named],
+                "summaries": read_summaries(directory) if rows else [],
             }
         )
     environment = Environment(

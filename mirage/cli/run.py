@@ -204,10 +204,12 @@ def run(
         str,
         typer.Option(
             *SUMMARY_FORMAT,
-            help="Compaction summary format (verbatim, free-form, "
-            "per-fact-citations, template:FILE)",
+            help="Compaction summary format (verbatim, free-form, per-fact-citations, "
+            "template:FILE), or a comma list of them: the trunk is built once and every format "
+            "after the first adds the state S2@<format>, branched from the same state right "
+            "before the first compaction (docs/compaction.md)",
         ),
-    ] = DEFAULTS.summary_format,
+    ] = ",".join(DEFAULTS.summary_formats),
     memory_flush: Annotated[
         bool, typer.Option(help="Pre-compaction memory flush")
     ] = DEFAULTS.memory_flush,
@@ -284,7 +286,7 @@ def run(
         conditions=_conditions(conditions),
         repeats=repeats,
         limit=limit or None,
-        summary_format=summary_format,
+        summary_formats=summary_format,
         memory_flush=memory_flush,
         seed=seed,
         out=out,

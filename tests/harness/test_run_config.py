@@ -34,7 +34,7 @@ def test_a_bad_summary_template_is_refused_before_any_work(
     elif content is not None:
         (tmp_path / "t.txt").write_bytes(content)
     with pytest.raises(ValidationError, match="summary template"):
-        RunConfig(summary_format="template:t.txt")
+        RunConfig(summary_formats="template:t.txt")
     result = CliRunner().invoke(
         app,
         ["run", "--trunk-model", "scripted", "--summary-format", "template:t.txt", "--out", "r"],
@@ -46,7 +46,7 @@ def test_a_bad_summary_template_is_refused_before_any_work(
 def test_a_good_summary_template_passes(tmp_path: Path) -> None:
     template = tmp_path / "t.txt"
     template.write_text("Keep every number. {focus}\n{transcript}")
-    assert RunConfig(summary_format=f"template:{template}").summary_format.endswith("t.txt")
+    assert RunConfig(summary_formats=f"template:{template}").primary_format.endswith("t.txt")
 
 
 def test_the_command_runs_with_exactly_the_api_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
