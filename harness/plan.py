@@ -613,17 +613,18 @@ def _answerer_text(answerer: AnswererPlan) -> list[str]:
         "none": "no prompt caching known for this model",
         "local": "runs on this machine (its own KV cache)",
     }
+    width = max([12, *(len(state.state) for state in answerer.states)])
     lines = [
         f"answerer {answerer.model}: {answerer.probes} probes, output budget "
         f"{answerer.output_budget} tokens per call; caching: {modes[answerer.caching]}; "
         f"tokens counted by {answerer.counted_by}",
-        f"  {'state':<12} {'source':<11} {'probe input':>12} {'cached prefix':>14} "
+        f"  {'state':<{width}} {'source':<11} {'probe input':>12} {'cached prefix':>14} "
         f"{'checkpoint EIT':>15}",
     ]
     for state in answerer.states:
         eit = f"{state.checkpoint_eit:,}" if state.checkpoint_eit is not None else "-"
         lines.append(
-            f"  {state.state:<12} {state.source:<11} {state.probe_input:>12,.0f} "
+            f"  {state.state:<{width}} {state.source:<11} {state.probe_input:>12,.0f} "
             f"{state.prefix:>14,} {eit:>15}"
         )
     lines.append(f"  {_group_text(answerer.calls)}")
