@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.aggregate import Aggregate
+from harness.checkpoints import FORMAT_SEPARATOR
 from harness.metrics import FIGURE_DELTAS
 
 if TYPE_CHECKING:
@@ -126,7 +127,15 @@ def _grouped_bars(
         if n_per_bar:
             ax.bar_label(bars, [f"n={n}" for n in counts], fontsize=6, rotation=90, padding=2)
         _mark_gaps(ax, positions, bars_heights)
-    ax.set_xticks(range(len(labels)), labels)
+    small = any(FORMAT_SEPARATOR in label for label in labels)
+    ax.set_xticks(
+        range(len(labels)), [tick_label(label) for label in labels], fontsize=7 if small else None
+    )
+
+
+def tick_label(state: str) -> str:
+    """A state on two lines when a summary format names it (``S2@free-form``)."""
+    return state.replace(FORMAT_SEPARATOR, "\n" + FORMAT_SEPARATOR, 1)
 
 
 def _cell(agg: Aggregate, state: str, cond: str) -> Any:
@@ -212,7 +221,9 @@ def path_composition(runs: Runs) -> Figure:
         cells = [(s, conds[item.condition]) for s, conds in agg.cells.items()
                  if item.condition in conds]  # fmt: skip
         positions = list(range(len(labels), len(labels) + len(cells)))
-        labels += [f"{state}\nn={agg.states[state][item.condition].n}" for state, _ in cells]
+        labels += [
+            f"{tick_label(state)}\nn={agg.states[state][item.condition].n}" for state, _ in cells
+        ]
         context = [_gap(d.path["R_context"]) for _, d in cells]
         tool = [_gap(d.path["R_tool"]) for _, d in cells]
         ax.bar(positions, context, color=colour, edgecolor="black", linewidth=0.4)
