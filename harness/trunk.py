@@ -225,6 +225,7 @@ class TrunkRunner:
         discard_unfinished_family(self.family_dir)  # what an interrupted trunk left behind
         for planted in self.pack.planting_turns():
             await self._turn(planted.to_user_message(), planted.assistant)
+            self._capture_branch_point()
             if on_turn:
                 on_turn(self.position, self.agent.session.ledger.current_eit)
         self._capture_due({"plant_end"})
