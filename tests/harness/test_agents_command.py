@@ -92,9 +92,9 @@ async def test_timeout_kills_the_agent_and_its_children(
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)"
     )
-    agent = CommandAgent([str(script(tmp_path, "slow.py", body))], timeout_s=3.0)
+    agent = CommandAgent([str(script(tmp_path, "slow.py", body))], timeout_s=8.0)
     reply = await agent.probe(checkpoint, "Q", tag="t1")
-    assert reply.error is not None and "timeout: no reply within 3s" in reply.error
+    assert reply.error is not None and "timeout: no reply within 8s" in reply.error
     assert pid_file.exists(), "the agent did not start its child within the timeout"
     child = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):

@@ -118,7 +118,8 @@ def test_crashes_and_kills_lose_nothing_and_duplicate_nothing(stops: Stops) -> N
         "S1-d0",
         "S1-d50k",
         "S1-d80k",
-        "S2",
+        "S2@verbatim",
+        "pre-compaction",
     ]
 
 
@@ -140,6 +141,16 @@ def test_a_corrupt_checkpoint_stops_the_resume_with_the_file_and_the_fix(
     result = CliRunner().invoke(app, ["run", *RUN_ARGS, "--limit", str(LIMIT), "--out", str(copy)])
     line = assert_one_line_error(result, "error: corrupt checkpoint", str(snapshot), exit_code=2)
     assert f"delete {family} to rebuild" in line
+
+
+def test_a_corrupt_format_checkpoint_names_its_folder(stops: Stops, tmp_path: Path) -> None:
+    copy = _copy(stops, tmp_path)
+    family = copy / "checkpoints" / stops.family.name
+    (snapshot,) = (family / "S2@verbatim").glob("*.session")
+    snapshot.write_bytes(snapshot.read_bytes()[:-20])
+    result = CliRunner().invoke(app, ["run", *RUN_ARGS, "--limit", str(LIMIT), "--out", str(copy)])
+    line = assert_one_line_error(result, "error: corrupt checkpoint", str(snapshot), exit_code=2)
+    assert f"delete S2@verbatim in {family} to rebuild" in line
 
 
 def test_a_corrupt_results_line_stops_the_resume_and_keeps_the_file(

@@ -89,9 +89,10 @@ async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> 
         p.parent.name: json.loads(p.read_text())
         for p in (tmp_path / "run" / "checkpoints").glob("*/*/manifest.json")
     }
-    assert set(manifests) == {"S1-d0", "S1-d50k", "S1-d80k", "S2"}
-    assert manifests["S2"]["compaction_count"] == 1
-    assert all(m["compaction_count"] == 0 for s, m in manifests.items() if s != "S2")
+    assert set(manifests) == {"S1-d0", "S1-d50k", "S1-d80k", "pre-compaction", "S2@verbatim"}
+    assert manifests["S2@verbatim"]["compaction_count"] == 1
+    assert manifests["S2@verbatim"]["summary_format"] == "verbatim"
+    assert all(m["compaction_count"] == 0 for s, m in manifests.items() if s != "S2@verbatim")
     assert manifests["S1-d0"]["eit"] < manifests["S1-d50k"]["eit"] < manifests["S1-d80k"]["eit"]
 
     calls = answerer.calls
