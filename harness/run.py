@@ -515,7 +515,13 @@ class MirageRun:
                     branch_point = self._branch_point(family_dir, formats)
                     branches.update(
                         await branch_formats(
-                            branch_point, formats, models, tools, self.pack, self.profile
+                            branch_point,
+                            formats,
+                            models,
+                            tools,
+                            self.pack,
+                            self.profile,
+                            self._branch_progress(len(formats)),
                         )
                     )
         return shared, branches
@@ -586,6 +592,13 @@ class MirageRun:
         compacted = {s.name for s in self.profile.states if s.kind == "compaction"}
         inline = {name: cp for name, cp in checkpoints.items() if name in compacted}
         return checkpoints, inline
+
+    def _branch_progress(self, total: int) -> Callable[[str], None] | None:
+        progress = self.progress
+        if progress is None:
+            return None
+        task = progress.add_task("summary formats (S2 branches)", total=total)
+        return lambda _format: progress.advance(task)
 
     def trunk_progress(self) -> Callable[[int, int], None] | None:
         progress = self.progress

@@ -279,9 +279,11 @@ async def branch_formats(
     toolset: Toolset | None,
     pack: Pack,
     profile: DepthProfile,
+    on_branch: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Checkpoint]]:
     """The compaction states of each format in ``formats``, each from a fresh restore of
-    ``branch_point`` (written next to it, in the same family)."""
+    ``branch_point`` (written next to it, in the same family); ``on_branch`` is called with
+    each format once its states are written."""
     manifest = branch_point.manifest
     branches: dict[str, dict[str, Checkpoint]] = {}
     for summary_format in formats:
@@ -299,6 +301,8 @@ async def branch_formats(
         runner.position = manifest.trunk_position
         branches[summary_format] = await runner.run_branch()
         log.info("summary_format_branched", summary_format=summary_format)
+        if on_branch is not None:
+            on_branch(summary_format)
     return branches
 
 
