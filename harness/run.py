@@ -338,11 +338,30 @@ class MirageRun:
         with bad_files_reported():
             self.pack = load_pack(config.pack)
         self.progress = progress
+        self._check_models()
         self.window = self._trunk_window()
         self.profile = depth_profile(config.profile, self.window)
         self._check_format_axis()
         self.workspace = self.out / "workspace"
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
+        self._trunk_task: Any = None  # the trunk's progress task
+
+    def _check_models(self) -> None:
+        """Every model this run will make a backbone for exists, before any work."""
+        from runtime.backbones import check_model
+
+        config = self.config
+        wanted = [] if config.agent is not None else list(config.models)
+        if config.agent == OPENCLAW_AGENT:
+            wanted = config.models[:1]
+        if config.agent != OPENCLAW_AGENT and config.trunk_model != SCRIPTED_TRUNK_MODEL:
+            wanted.append(config.trunk_model)
+        wanted.append(config.summarizer)
+        for model in dict.fromkeys(m for m in wanted if m not in self.backbones):
+            try:
+                check_model(model, None if model.startswith(LOCAL_PREFIX) else config.api_base)
+            except ValueError as exc:
+                raise RunInputError(str(exc)) from exc
 
     def _check_format_axis(self) -> None:
         if len(self.config.summary_formats) == 1:
@@ -579,6 +598,7 @@ class MirageRun:
             summary_format,
         )
         checkpoints = await runner.run(self.trunk_progress())
+        self.finish_trunk_progress(runner.position)
         mark_family_complete(
             family_dir,
             trunk,
@@ -600,11 +620,21 @@ class MirageRun:
         task = progress.add_task("summary formats (S2 branches)", total=total)
         return lambda _format: progress.advance(task)
 
+    def finish_trunk_progress(self, turns: int) -> None:
+        """The trunk's bar ends when every state is reached, short of the window."""
+        if self.progress is not None and self._trunk_task is not None:
+            self.progress.update(
+                self._trunk_task,
+                completed=self.profile.window,
+                description=f"trunk: {turns} turns, every state reached",
+            )
+
     def trunk_progress(self) -> Callable[[int, int], None] | None:
         progress = self.progress
         if progress is None:
             return None
         task = progress.add_task("trunk (EIT)", total=self.profile.window)
+        self._trunk_task = task
 
         def update(position: int, eit: int) -> None:
             progress.update(

@@ -83,6 +83,35 @@ def make_backbone(model: str | None = None, **options: Any) -> Backbone:
     return _make_litellm(chosen, given)
 
 
+def check_model(model: str, api_base: str | None = None) -> None:
+    """Raise ``ValueError`` (one line) when no backbone can be made for ``model``: an unknown
+    embedded model, or a string from which litellm cannot tell the provider — before any work,
+    instead of a provider error on every call."""
+    if model.startswith(LOCAL_PREFIX):
+        _local_model_known(model)
+        return
+    from runtime.offline import quiet_litellm
+
+    litellm = quiet_litellm()
+    try:
+        litellm.get_llm_provider(model, api_base=api_base)
+    except Exception as exc:  # litellm raises a BadRequestError subclass for these
+        raise ValueError(
+            f"unknown model {model!r}: litellm cannot tell its provider; use provider/name "
+            f"(e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, hosted_vllm/NAME "
+            f"with --api-base) or an embedded model ({', '.join(LOCAL_MODELS)})"
+        ) from exc
+
+
+def _local_model_known(model: str) -> None:
+    if model not in LOCAL_MODELS:
+        raise ValueError(
+            f"unknown local model {model!r}; embedded models: {', '.join(LOCAL_MODELS)} "
+            f"(for a served model use a litellm string such as 'hosted_vllm/NAME' or "
+            f"'ollama/NAME' with api_base)"
+        )
+
+
 def _check_options(model: str, given: dict[str, Any], allowed: frozenset[str]) -> None:
     unknown = sorted(set(given) - allowed)
     if unknown:
@@ -93,12 +122,7 @@ def _check_options(model: str, given: dict[str, Any], allowed: frozenset[str]) -
 
 
 def _make_local(model: str, given: dict[str, Any]) -> EmbeddedBackbone:
-    if model not in LOCAL_MODELS:
-        raise ValueError(
-            f"unknown local model {model!r}; embedded models: {', '.join(LOCAL_MODELS)} "
-            f"(for a served model use a litellm string such as 'hosted_vllm/NAME' or "
-            f"'ollama/NAME' with api_base)"
-        )
+    _local_model_known(model)
     _check_options(model, given, _LOCAL_OPTIONS | _IGNORED_LOCAL_OPTIONS)
     for key in _IGNORED_LOCAL_OPTIONS:
         given.pop(key, None)
@@ -133,5 +157,6 @@ __all__ = [
     "ScriptedBackbone",
     "ScriptedReply",
     "ToolMode",
+    "check_model",
     "make_backbone",
 ]

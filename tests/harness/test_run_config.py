@@ -67,3 +67,20 @@ def test_limit_zero_uses_every_question(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr("mirage.cli.run._execute", lambda config, _: seen.append(config) or [])
     assert CliRunner().invoke(app, ["run", "--limit", "0"]).exit_code == 0
     assert seen[0].limit is None
+
+
+@pytest.mark.parametrize(
+    ("option", "model", "message"),
+    [
+        ("--model", "scripted", "unknown model 'scripted': litellm cannot tell its provider"),
+        ("--trunk-model", "gpt-nothing", "unknown model 'gpt-nothing'"),
+        ("--summarizer", "local/tinyllama", "unknown local model 'local/tinyllama'"),
+    ],
+)
+def test_an_unknown_model_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, model: str, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", option, model, "--out", "r"])
+    assert_one_line_error(result, message, exit_code=2)
+    assert not (tmp_path / "r").exists()
