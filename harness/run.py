@@ -338,7 +338,6 @@ class MirageRun:
         with bad_files_reported():
             self.pack = load_pack(config.pack)
         self.progress = progress
-        self._check_models()
         self.window = self._trunk_window()
         self.profile = depth_profile(config.profile, self.window)
         self._check_format_axis()
@@ -347,17 +346,27 @@ class MirageRun:
         self._trunk_task: Any = None  # the trunk's progress task
 
     def _check_models(self) -> None:
-        """Every model this run will make a backbone for exists, before any work."""
+        """Every model this run still needs exists, before any work: answerers with probes to
+        run, and the trunk's models when the trunk must be built (a finished run resumes or
+        reports without them)."""
         from runtime.backbones import check_model
 
         config = self.config
-        wanted = [] if config.agent is not None else list(config.models)
-        if config.agent == OPENCLAW_AGENT:
-            wanted = config.models[:1]
-        if config.agent != OPENCLAW_AGENT and config.trunk_model != SCRIPTED_TRUNK_MODEL:
-            wanted.append(config.trunk_model)
-        wanted.append(config.summarizer)
-        for model in dict.fromkeys(m for m in wanted if m not in self.backbones):
+        existing = self.existing_checkpoints() if config.agent != OPENCLAW_AGENT else None
+        needed: list[str] = []
+        if config.agent is None or config.agent == OPENCLAW_AGENT:
+            folders = zip(config.models, self.result_dirs(), strict=False)
+            needed += [
+                model
+                for model, folder in folders
+                if existing is None or self.pending_probes(folder, existing)
+            ]
+        if existing is None and config.agent != OPENCLAW_AGENT:
+            scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
+            needed += [config.summarizer] if scripted else [config.trunk_model, config.summarizer]
+        for model in dict.fromkeys(needed):
+            if model in self.backbones:
+                continue
             try:
                 check_model(model, None if model.startswith(LOCAL_PREFIX) else config.api_base)
             except ValueError as exc:
@@ -418,13 +427,17 @@ class MirageRun:
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
         """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
-        from runtime.backbones import make_backbone
+        from runtime.backbones import check_model, make_backbone
 
         if model in self.backbones:
             return self.backbones[model]
         options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
         if self.config.api_base and not model.startswith(LOCAL_PREFIX):
             options["api_base"] = self.config.api_base
+        try:
+            check_model(model, options.get("api_base"))
+        except ValueError as exc:
+            raise RunInputError(str(exc)) from exc
         return make_backbone(model, **options)
 
     def trunk_config(self) -> TrunkConfig:
@@ -816,6 +829,7 @@ class MirageRun:
         from harness.report import write_report
 
         self.check_resumable()
+        self._check_models()
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()
