@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 
+from harness.agents.openclaw.agent import OpenClawAgent
 from harness.agents.openclaw.endpoint import ModelEndpoint, SessionIdentity, TrunkRuntimeLine
-from harness.agents.openclaw.state import session_node
+from harness.agents.openclaw.state import SessionNode, session_node
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, UserMessage
 from runtime.serve.requestlog import read_request_log
@@ -93,6 +95,35 @@ def test_the_trunk_session_id_is_read_from_openclaws_store(tmp_path: Path) -> No
     store = store_with(tmp_path, [("agent:main:trunk", {"sessionId": "trunk-uuid"}, "done")])
     node = session_node(store, "agent:main:trunk")
     assert node is not None and node.session_id == "trunk-uuid"
+
+
+class FakeClaw:
+    """What ``OpenClawAgent.use_trunk_runtime_line`` touches: the endpoint and the store."""
+
+    def __init__(self, trunk: SessionNode | None) -> None:
+        self.endpoint = SimpleNamespace(runtime_line=TrunkRuntimeLine())
+        self.trunk = trunk
+        self.asked: list[str] = []
+
+    def node(self, session: str) -> SessionNode | None:
+        self.asked.append(session)
+        return self.trunk
+
+
+def test_probes_get_the_trunk_sessions_key_and_id() -> None:
+    claw = FakeClaw(SessionNode(session_id="trunk-uuid"))
+    agent = OpenClawAgent(claw, "openclaw/test")  # type: ignore[arg-type]
+    agent.use_trunk_runtime_line()
+    agent.use_trunk_runtime_line()
+    assert claw.endpoint.runtime_line.trunk == TRUNK
+    assert claw.asked == ["trunk"]  # read once
+
+
+def test_without_a_trunk_session_id_nothing_is_rewritten() -> None:
+    for node in (None, SessionNode()):
+        claw = FakeClaw(node)
+        OpenClawAgent(claw, "openclaw/test").use_trunk_runtime_line()  # type: ignore[arg-type]
+        assert claw.endpoint.runtime_line.trunk is None
 
 
 async def test_the_endpoint_serves_the_rewritten_prompt_and_logs_each_rewrite(
