@@ -5,8 +5,7 @@ Above: any OpenAI client (the ``openai`` package, litellm, an agent such as Open
 model profile and mirage's per-model tool-call parser.
 
 One request: validate the body (400 naming the field) → the app's optional ``RequestRewrite``
-(a client-specific change such as OpenClaw's per-fork line, noted in the request log) → OpenAI
-messages and tools to mirage
+(a client-specific change, noted in the request log) → OpenAI messages and tools to mirage
 messages → the router's backbone (404 for a model it does not serve) → in text tool mode the
 profile writes the tools (and its few-shot example turns) into the prompt → the backbone answers
 (provider failures become 429/5xx, context overflow a 400 ``context_length_exceeded``) → the

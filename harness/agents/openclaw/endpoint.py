@@ -84,11 +84,11 @@ class TrunkRuntimeLine:
     def __call__(self, chat: ChatRequest) -> tuple[ChatRequest, str] | None:
         if chat.model != ANSWER_MODEL or self.trunk is None:
             return None
-        position = next((i for i, m in enumerate(chat.messages) if isinstance(m, UserParam)), None)
-        if position is None:
+        users = ((i, m) for i, m in enumerate(chat.messages) if isinstance(m, UserParam))
+        first_user = next(users, None)
+        if first_user is None:
             return None
-        first = chat.messages[position]
-        assert isinstance(first, UserParam)
+        position, first = first_user
         changed = self._rewritten(first, self.trunk)
         if changed is None:
             return None
