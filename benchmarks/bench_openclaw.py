@@ -3,8 +3,16 @@ gateway's RPC) + one gateway turn, against a gateway restart per probe. The answ
 a zero-latency function, so the numbers are OpenClaw's and the harness's own cost; the memory
 server is the real one. Needs the installed OpenClaw (``mirage agents install openclaw``).
 
-Run: ``python benchmarks/bench_openclaw.py [--probes N]``; writes
-benchmarks/results/openclaw.json. Quote the load average it prints with the numbers.
+``--embedded``: instead, the per-probe turn on the embedded SmolLM2, with and without the model
+endpoint's rewrite of the probe fork's ``Runtime:`` line to the trunk session's
+(``endpoint.TrunkRuntimeLine``): a trunk of scripted filler turns, one checkpoint fork, then
+the same probe on fresh forks, first with the rewrite off, then on. Per probe: the gateway turn,
+the model's own time, the prompt tokens (EIT) and how many of them came from llama.cpp's
+prefix cache.
+
+Run: ``python benchmarks/bench_openclaw.py [--probes N] [--embedded [--fillers N]]``; writes
+benchmarks/results/openclaw.json (openclaw_embedded.json with ``--embedded``). Quote the load
+average it prints with the numbers.
 """
 
 from __future__ import annotations
@@ -25,13 +33,21 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from _common import write_results
 
+from harness.agents.openclaw.agent import OpenClawAgent
 from harness.agents.openclaw.config import ANSWER_MODEL
 from harness.agents.openclaw.gateway import free_port
 from harness.agents.openclaw.harness import OpenClawHarness
 from harness.agents.openclaw.run import require_install
-from runtime.backbones import FunctionBackbone
+from runtime.backbones import Backbone, FunctionBackbone, make_backbone
 
 WINDOW = 16_384
+FILLER = (
+    "Filler turn {index}. Notes from my week, nothing to act on: the tram to the office was "
+    "late again, the bakery on the corner now opens at seven, my sister called about the "
+    "family dinner on Sunday, and I finished the second book of the trilogy. The weather "
+    "stayed grey and I went running twice along the canal, about five kilometres each time. "
+) * 3
+QUESTION = "Which bakery opening time did I mention? Answer in one short sentence."
 
 
 def memory_server(workspace: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -48,19 +64,23 @@ async def timed(awaitable: Any) -> float:
     return time.perf_counter() - started
 
 
+def harness(root: Path, answer: Backbone, memory_port: int) -> OpenClawHarness:
+    return OpenClawHarness(
+        require_install(),
+        root / "openclaw",
+        answer,
+        window=WINDOW,
+        answer_max_tokens=64,
+        memory_url=f"http://127.0.0.1:{memory_port}/mcp",
+    )
+
+
 async def measure(root: Path, probes: int) -> dict[str, Any]:
     answer = FunctionBackbone(lambda messages: "ok", model="zero-latency", context_window=WINDOW)
     port = free_port()
     server = memory_server(root / "memory-ws", port, root / "memory.log")
     try:
-        claw = OpenClawHarness(
-            require_install(),
-            root / "openclaw",
-            answer,
-            window=WINDOW,
-            answer_max_tokens=64,
-            memory_url=f"http://127.0.0.1:{port}/mcp",
-        )
+        claw = harness(root, answer, port)
         started = time.perf_counter()
         async with claw:
             start_s = time.perf_counter() - started
@@ -104,18 +124,88 @@ async def measure(root: Path, probes: int) -> dict[str, Any]:
     }
 
 
+async def probe_turns(claw: OpenClawHarness, label: str, probes: int) -> list[dict[str, Any]]:
+    """``probes`` forks of ``ckpt-bench``, each asked ``QUESTION``: turn time and what the
+    answering model reported for the probe's requests."""
+    rows = []
+    for index in range(probes):
+        session = f"p-{label}-{index}"
+        await claw.fork("ckpt-bench", session)
+        mark = claw.endpoint.requests.mark()
+        turn_s = await timed(claw.chat.turn(session, QUESTION, model=ANSWER_MODEL))
+        requests = claw.endpoint.requests.since(mark, ANSWER_MODEL)
+        rows.append(
+            {
+                "turn_s": round(turn_s, 2),
+                "model_s": round(sum(r.latency_s for r in requests), 2),
+                "requests": len(requests),
+                "eit": requests[0].eit if requests else None,
+                "cached_tokens": requests[0].cached_tokens if requests else None,
+                "rewritten": bool(requests and requests[0].rewrite),
+            }
+        )
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The 2nd..nth probe (the first of a series fills the cache for the rest)."""
+    later = rows[1:] or rows
+    return {
+        "turn_s_median": round(statistics.median(r["turn_s"] for r in later), 2),
+        "model_s_median": round(statistics.median(r["model_s"] for r in later), 2),
+        "cached_share_median": round(
+            statistics.median((r["cached_tokens"] or 0) / (r["eit"] or 1) for r in later), 3
+        ),
+    }
+
+
+async def measure_embedded(root: Path, probes: int, fillers: int) -> dict[str, Any]:
+    answer = make_backbone(context_window=WINDOW, max_output_tokens=64)
+    answer.load()
+    port = free_port()
+    server = memory_server(root / "memory-ws", port, root / "memory.log")
+    try:
+        async with harness(root, answer, port) as claw:
+            for index in range(fillers):
+                await claw.chat.turn("trunk", FILLER.format(index=index))
+            await claw.settle("trunk")
+            await claw.fork("trunk", "ckpt-bench")
+            without = await probe_turns(claw, "plain", probes)
+            OpenClawAgent(claw, "bench").use_trunk_runtime_line()
+            with_rewrite = await probe_turns(claw, "rewritten", probes)
+    finally:
+        server.terminate()
+        server.wait(30)
+    return {
+        "model": answer.model,
+        "fillers": fillers,
+        "without_rewrite": without,
+        "with_rewrite": with_rewrite,
+        "without_rewrite_later_probes": summary(without),
+        "with_rewrite_later_probes": summary(with_rewrite),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probes", type=int, default=5)
+    parser.add_argument(
+        "--embedded", action="store_true", help="probe turns on SmolLM2, with/without rewrite"
+    )
+    parser.add_argument("--fillers", type=int, default=10, help="trunk turns (--embedded)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="mirage-bench-openclaw-") as folder:
-        data = asyncio.run(measure(Path(folder), args.probes))
+        if args.embedded:
+            data = asyncio.run(measure_embedded(Path(folder), args.probes, args.fillers))
+        else:
+            data = asyncio.run(measure(Path(folder), args.probes))
     data["load_average_before"] = [round(x, 2) for x in load_before]
     data["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     for key, value in data.items():
         print(f"{key}: {value}")
-    print(f"wrote {write_results('openclaw', data)}")
+    name = "openclaw_embedded" if args.embedded else "openclaw"
+    print(f"wrote {write_results(name, data)}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ model to the rest); ``RequestLog`` writes one
 JSON line per call. Depends only on the runtime (backbones, profiles, parsers, messages).
 """
 
-from runtime.serve.app import create_app
+from runtime.serve.app import RequestRewrite, create_app
 from runtime.serve.requestlog import RequestLog, RequestRecord, read_request_log
 from runtime.serve.routing import (
     ModelTable,
@@ -25,6 +25,7 @@ __all__ = [
     "ModelTable",
     "RequestLog",
     "RequestRecord",
+    "RequestRewrite",
     "Router",
     "RuleRouter",
     "ServedRequest",

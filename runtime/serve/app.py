@@ -4,7 +4,8 @@ Above: any OpenAI client (the ``openai`` package, litellm, an agent such as Open
 ``Router`` (``runtime.serve.routing``) that picks the backbone per request, the backbone's
 model profile and mirage's per-model tool-call parser.
 
-One request: validate the body (400 naming the field) → OpenAI messages and tools to mirage
+One request: validate the body (400 naming the field) → the app's optional ``RequestRewrite``
+(a client-specific change, noted in the request log) → OpenAI messages and tools to mirage
 messages → the router's backbone (404 for a model it does not serve) → in text tool mode the
 profile writes the tools (and its few-shot example turns) into the prompt → the backbone answers
 (provider failures become 429/5xx, context overflow a 400 ``context_length_exceeded``) → the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import structlog
@@ -73,6 +74,11 @@ _PROVIDER_STATUS: dict[str, tuple[int, str, str | None]] = {
 }
 
 
+RequestRewrite = Callable[[ChatRequest], tuple[ChatRequest, str] | None]
+"""Changes a validated request before it is served: the new request and a one-line note of what
+changed (kept in the request log as ``rewrite``), or None to serve it as it came."""
+
+
 class _Refusal(Exception):
     """An error response with its log line."""
 
@@ -97,11 +103,17 @@ def error_response(
 
 class ChatEndpoint:
     def __init__(
-        self, router: Router, request_log: RequestLog | None, *, adapters: bool = False
+        self,
+        router: Router,
+        request_log: RequestLog | None,
+        *,
+        adapters: bool = False,
+        rewrite: RequestRewrite | None = None,
     ) -> None:
         self.router = router
         self.request_log = request_log
         self.adapters = adapters
+        self.rewrite = rewrite
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -122,6 +134,8 @@ class ChatEndpoint:
 
     async def _answer(self, request: Request, record: RequestRecord) -> Response:
         chat = await _read_request(request)
+        if self.rewrite is not None and (rewritten := self.rewrite(chat)) is not None:
+            chat, record.rewrite = rewritten
         record.model, record.stream = chat.model, chat.stream
         served = _served_request(chat, request)
         record.messages, record.tools = len(served.messages), len(served.tools)
@@ -164,6 +178,7 @@ class ChatEndpoint:
             eit=record.eit,
             parse_outcome=record.parse_outcome,
             latency_s=record.latency_s,
+            rewritten=record.rewrite is not None,
         )
         if self.request_log is not None:
             self.request_log.write(record)
@@ -305,12 +320,14 @@ def create_app(
     request_log: RequestLog | None = None,
     adapters: bool = False,
     api_key: str | None = None,
+    rewrite: RequestRewrite | None = None,
 ) -> Starlette:
     """The ASGI app. ``target`` is one backbone (served as ``name``, default its model string)
     or a ``Router``; ``adapters`` lets the parser recover pseudo-tool calls; ``api_key``
-    requires ``Authorization: Bearer <api_key>``."""
+    requires ``Authorization: Bearer <api_key>``; ``rewrite`` changes requests before they are
+    served (each change noted in the request log)."""
     router = as_router(target, name)
-    endpoint = ChatEndpoint(router, request_log, adapters=adapters)
+    endpoint = ChatEndpoint(router, request_log, adapters=adapters, rewrite=rewrite)
 
     async def models(request: Request) -> Response:
         return JSONResponse(_models(router))

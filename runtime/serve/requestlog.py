@@ -2,7 +2,8 @@
 
 Each line records when, which model was asked for and which backbone answered, the effective
 input tokens (EIT), the cached part, output tokens, latency, the parse outcome label of
-mirage's per-model parser and the tool calls returned, or the error. Prompt and reply text are
+mirage's per-model parser, the tool calls returned, or the error, and what the endpoint
+rewrote in the request, if anything. Prompt and reply text are
 left out unless the log was opened with ``with_content=True``.
 """
 
@@ -43,6 +44,8 @@ class RequestRecord(BaseModel):
     finish_reason: str | None = None
     tool_calls: list[LoggedCall] = Field(default_factory=list)
     error: str | None = None
+    rewrite: str | None = None
+    """What the endpoint changed in the request before serving it (``RequestRewrite``)."""
     request_messages: list[dict[str, Any]] | None = None
     reply_text: str | None = None
 

@@ -6,7 +6,10 @@ log, as for any agent we did not write, plus OpenClaw's own memory reads). Below
 workspace (hash checked), fork ``ckpt-<state>`` into a new session, send the probe with model
 ``answer``, and read what the model endpoint saw: the first request's EIT and history (its hash
 is the probe's ``restored_sha256``: equal for every probe of one state, so none saw another's
-turn), the model's tool calls. Probes run one at a time (the memory files are shared).
+turn), the model's tool calls. Probes run one at a time (the memory files are shared). The
+model endpoint rewrites each probe's ``Runtime:`` line to the trunk session's key and id
+(``endpoint.TrunkRuntimeLine``), so consecutive probes of a state share the whole history
+prefix in the answering model's cache.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import structlog
 
 from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
 from harness.agents.openclaw.config import ANSWER_MODEL, MCP_SERVER
+from harness.agents.openclaw.endpoint import SessionIdentity
 from harness.agents.openclaw.errors import OpenClawError
-from harness.agents.openclaw.gateway import TurnError
+from harness.agents.openclaw.gateway import TurnError, session_key
 from harness.agents.openclaw.harness import OpenClawHarness
 from harness.agents.openclaw.state import (
     OpenClawCheckpoint,
@@ -31,7 +35,7 @@ from harness.agents.openclaw.state import (
     is_memory_path,
     read_openclaw_checkpoint,
 )
-from harness.agents.openclaw.trunk import MEMORY_COPY
+from harness.agents.openclaw.trunk import MEMORY_COPY, TRUNK_SESSION
 from harness.attribution import AttributedAgent
 from harness.checkpoints import Checkpoint
 from harness.records import ProbeUsage, ToolCallRecord
@@ -116,8 +120,21 @@ class OpenClawAgent(AgentUnderTest):
             )
         return state
 
+    def use_trunk_runtime_line(self) -> None:
+        """From now on the endpoint gives probe requests the trunk session's ``Runtime:``
+        fields (read once from OpenClaw's store; without a session id nothing is rewritten)."""
+        rewrite = self.claw.endpoint.runtime_line
+        if rewrite.trunk is not None:
+            return
+        node = self.claw.node(TRUNK_SESSION)
+        if node is None or node.session_id is None:
+            log.warning("openclaw.trunk_session_id_missing", session=TRUNK_SESSION)
+            return
+        rewrite.trunk = SessionIdentity(session_key(TRUNK_SESSION), node.session_id)
+
     async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
         state = self.restore_memory(checkpoint)
+        self.use_trunk_runtime_line()
         session = probe_session(tag)
         await self.claw.fork(state.session, session)
         mark = self.claw.endpoint.requests.mark()

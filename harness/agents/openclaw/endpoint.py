@@ -8,22 +8,34 @@ by the answering model's tokenizer, so OpenClaw's compaction sees realistic usag
 ``answer`` (probes) and ``housekeeping`` (compaction summaries, memory flush) go to the real
 answering model. Every call is kept in memory for the driver (EIT per trunk turn, each probe's
 requests and tool calls) and written to a request log without prompt text.
+
+OpenClaw appends a ``Runtime:`` line naming the session (key and id) to the first user message
+of every session, so each probe fork's prompt differs from the previous probe's right after the
+system prompt and the answering model re-reads the whole history. ``TrunkRuntimeLine`` rewrites
+those per-fork fields of a probe request to the trunk session's own, so every probe of a state
+sends the prompt the trunk session would have sent, and the model's prefix (KV) cache covers
+everything but the question (docs/openclaw.md, "Departures").
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agents.openclaw.config import ANSWER_MODEL, HOUSEKEEPING_MODEL, TRUNK_MODEL
+from harness.agents.openclaw.state import RUNTIME_LINE
 from harness.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones.base import Backbone, Completion, PromptCount
 from runtime.messages import Message, SystemMessage, ToolSpec
 from runtime.serve import BackgroundServer, ModelTable, RequestLog, RequestRecord, create_app
+from runtime.serve.wire import ChatRequest, TextContent, UserParam
 from runtime.tokens import estimate_usage
 
 SUMMARY_SYSTEM_PROMPT = "You are a context summarization assistant."
+PER_FORK_FIELDS = ("session", "sessionId")
+"""The fields of the ``Runtime:`` line that differ between forks of one session."""
 
 
 def is_summary_request(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> bool:
@@ -34,6 +46,95 @@ def is_summary_request(messages: Sequence[Message], tools: Sequence[ToolSpec]) -
         and isinstance(first, SystemMessage)
         and first.content.startswith(SUMMARY_SYSTEM_PROMPT)
     )
+
+
+@dataclass(frozen=True)
+class SessionIdentity:
+    """The per-fork values of a session's ``Runtime:`` line."""
+
+    session: str
+    """The full session key (``agent:main:trunk``)."""
+    session_id: str
+
+    def fields(self) -> dict[str, str]:
+        return {"session": self.session, "sessionId": self.session_id}
+
+
+def with_identity(line: str, identity: SessionIdentity) -> str:
+    """``line`` (a ``Runtime:`` line) with its per-fork fields set to ``identity``'s; every
+    other field and the order are kept."""
+    values = identity.fields()
+    fields = line.removeprefix("Runtime: ").split(" | ")
+    for index, field in enumerate(fields):
+        name, _, _ = field.partition("=")
+        if name in values:
+            fields[index] = f"{name}={values[name]}"
+    return "Runtime: " + " | ".join(fields)
+
+
+class TrunkRuntimeLine:
+    """The endpoint's ``RequestRewrite``: in a probe request (model ``answer``), the
+    ``Runtime:`` line of the first user message gets the trunk session's key and id instead of
+    the probe fork's. Nothing else in the request changes; the note names both values."""
+
+    def __init__(self) -> None:
+        self.trunk: SessionIdentity | None = None
+        """Set by the probe adapter once the trunk exists; until then nothing is rewritten."""
+
+    def __call__(self, chat: ChatRequest) -> tuple[ChatRequest, str] | None:
+        if chat.model != ANSWER_MODEL or self.trunk is None:
+            return None
+        users = ((i, m) for i, m in enumerate(chat.messages) if isinstance(m, UserParam))
+        first_user = next(users, None)
+        if first_user is None:
+            return None
+        position, first = first_user
+        changed = self._rewritten(first, self.trunk)
+        if changed is None:
+            return None
+        message, before, after = changed
+        messages = [*chat.messages[:position], message, *chat.messages[position + 1 :]]
+        note = f"messages.{position} {before!r} -> {after!r}"
+        return chat.model_copy(update={"messages": messages}), note
+
+    @staticmethod
+    def _rewritten(message: UserParam, trunk: SessionIdentity) -> tuple[UserParam, str, str] | None:
+        """The message with its ``Runtime:`` line rewritten, and the line's per-fork fields
+        before and after; None when it has no such line or the line already names the trunk."""
+        if isinstance(message.content, str):
+            changed = rewrite_runtime_line(message.content, trunk)
+            if changed is None:
+                return None
+            text, before, after = changed
+            return message.model_copy(update={"content": text}), before, after
+        parts = list(message.content)
+        for index, part in enumerate(parts):
+            if isinstance(part, TextContent) and (
+                changed := rewrite_runtime_line(part.text, trunk)
+            ):
+                text, before, after = changed
+                parts[index] = part.model_copy(update={"text": text})
+                return message.model_copy(update={"content": parts}), before, after
+        return None
+
+
+def rewrite_runtime_line(text: str, trunk: SessionIdentity) -> tuple[str, str, str] | None:
+    """``text`` with its ``Runtime:`` line naming ``trunk``, and that line's per-fork fields
+    before and after; None without such a line or when it names ``trunk`` already."""
+    found = RUNTIME_LINE.search(text)
+    if found is None:
+        return None
+    line = with_identity(found.group(0), trunk)
+    if line == found.group(0):
+        return None
+    rewritten = text[: found.start()] + line + text[found.end() :]
+    return rewritten, per_fork_fields(found.group(0)), per_fork_fields(line)
+
+
+def per_fork_fields(line: str) -> str:
+    """The per-fork fields of a ``Runtime:`` line, e.g. ``session=… | sessionId=…``."""
+    fields = line.removeprefix("Runtime: ").split(" | ")
+    return " | ".join(f for f in fields if f.partition("=")[0] in PER_FORK_FIELDS)
 
 
 class ScriptedTrunk(Backbone):
@@ -152,6 +253,7 @@ class ModelEndpoint:
         )
         self.trunk = ScriptedTrunk(answer, housekeeping)
         self.requests = ObservedRequests(request_log)
+        self.runtime_line = TrunkRuntimeLine()
         table = ModelTable(
             {
                 TRUNK_MODEL: self.trunk,
@@ -159,7 +261,7 @@ class ModelEndpoint:
                 HOUSEKEEPING_MODEL: housekeeping,
             }
         )
-        app = create_app(table, request_log=self.requests)
+        app = create_app(table, request_log=self.requests, rewrite=self.runtime_line)
         self._server = BackgroundServer(app)
 
     def start(self) -> str:

@@ -30,10 +30,12 @@ RUNTIME_LINE = re.compile(r"^Runtime: .*$", re.MULTILINE)
 class SessionNode(BaseModel):
     compaction_count: int = 0
     status: str | None = None
+    session_id: str | None = None
 
 
 def session_node(store: Path, key: str) -> SessionNode | None:
-    """Compaction count and run status of session ``key``; None before its first turn."""
+    """Compaction count, run status and session id of session ``key``; None before its first
+    turn."""
     if not store.is_file():
         return None
     try:
@@ -49,7 +51,11 @@ def session_node(store: Path, key: str) -> SessionNode | None:
         entry = json.loads(row[0])
     except ValueError as exc:
         raise OpenClawError(f"{store}: session {key} has an unreadable entry") from exc
-    return SessionNode(compaction_count=int(entry.get("compactionCount") or 0), status=row[1])
+    return SessionNode(
+        compaction_count=int(entry.get("compactionCount") or 0),
+        status=row[1],
+        session_id=entry.get("sessionId"),
+    )
 
 
 def memory_paths(workspace: Path) -> list[Path]:
