@@ -1,11 +1,16 @@
-"""Backbone benchmarks: the embedded model's KV prefix reuse, its worker process's per-call
-overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy, litellm retries.
+"""Backbone benchmarks: the embedded model's KV prefix reuse, its kept KV copies, its worker
+process's per-call overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy,
+litellm retries.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
-        [--repeats 5] [--sections embedded worker bufts omp retries]
+        [--repeats 5] [--snapshot-tokens 2000 6000]
+        [--sections embedded snapshots worker bufts omp retries]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
+Snapshots: a long prompt, an unrelated prompt, then the long prefix again with another question
+(a shallower state's probe after the trunk moved on), in process with kept KV copies
+(``kv_snapshots``) and without; plus the time to keep and to restore one copy, and its size.
 Worker: the same requests (a tokenize, a fully cached 1-token generation) answered by a model
 loaded in this process and by the worker process; the difference is the pipe round trip.
 Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_bufts`` off (what
@@ -39,9 +44,11 @@ from runtime.backbones import (  # noqa: E402
     ProviderError,
     RetryPolicy,
 )
+from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
 from runtime.backbones.llama_worker import (  # noqa: E402
     Generated,
     GenerateRequest,
+    LlamaKV,
     LlamaRunner,
     LlamaWorker,
     ModelSpec,
@@ -102,6 +109,55 @@ async def bench_embedded(sizes: list[int], probes: int) -> list[dict[str, Any]]:
                 "n_threads": backbone.n_threads,
             }
         )
+    return rows
+
+
+def _generate_s(runner: LlamaRunner, prompt: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    result = runner.handle(GenerateRequest(prompt, 8, 0.0, 1))
+    assert isinstance(result, Generated), result
+    return time.perf_counter() - started, result.cached_tokens
+
+
+def bench_snapshots(sizes: list[int]) -> list[dict[str, Any]]:
+    """Long prompt, unrelated prompt, the long prefix again: with kept KV copies and without."""
+    backbone = EmbeddedBackbone(max_output_tokens=8)
+    spec = ModelSpec(str(backbone.worker().spec.path), 8192, backbone.n_threads)
+    llama, _ = open_llama(spec)
+    rows = []
+    for size in sizes:
+        row: dict[str, Any] = {"n_threads": backbone.n_threads}
+        for label, budget in (("kept", DEFAULT_CAPACITY_BYTES), ("not_kept", 0)):
+            llama.reset()
+            runner = LlamaRunner(llama, spec.n_ctx, budget)
+            tag = f"k{size}-{label}-{time.time_ns()}"
+            first, again = (
+                backbone.render_prompt(_prefix_messages(tag, size, question), [])
+                for question in QUESTIONS[:2]
+            )
+            row["prefix_tokens"] = len(llama.tokenize(first.encode(), special=True))
+            cold_s, _ = _generate_s(runner, first)
+            other_s, _ = _generate_s(runner, backbone.render_prompt([UserMessage.text("Hi.")], []))
+            again_s, again_cached = _generate_s(runner, again)
+            row[label] = {
+                "cold_s": round(cold_s, 3),
+                "unrelated_s": round(other_s, 3),
+                "again_s": round(again_s, 3),
+                "again_cached_tokens": again_cached,
+            }
+        kv = LlamaKV(llama)
+        started = time.perf_counter()
+        snapshot = kv.save()
+        keep_s = time.perf_counter() - started
+        assert snapshot is not None
+        started = time.perf_counter()
+        kv.restore(snapshot)
+        row["keep_s"] = round(keep_s, 3)
+        row["restore_s"] = round(time.perf_counter() - started, 3)
+        row["snapshot_mb"] = round(len(snapshot.state) / 2**20, 1)
+        row["speedup_again"] = round(row["not_kept"]["again_s"] / row["kept"]["again_s"], 1)
+        rows.append(row)
+    llama.close()
     return rows
 
 
@@ -241,19 +297,33 @@ def _print_embedded(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def _print_snapshots(rows: list[dict[str, Any]]) -> None:
+    print("embedded SmolLM2-135M, kept KV copies (long, unrelated, long again):")
+    for row in rows:
+        print(
+            f"  prefix {row['prefix_tokens']:>5} tok: again {row['kept']['again_s']:.3f} s "
+            f"kept vs {row['not_kept']['again_s']:.3f} s not (x{row['speedup_again']}); "
+            f"unrelated {row['kept']['unrelated_s']:.3f} vs "
+            f"{row['not_kept']['unrelated_s']:.3f} s; "
+            f"keep {row['keep_s']:.3f} s, restore {row['restore_s']:.3f} s, "
+            f"{row['snapshot_mb']} MB"
+        )
+
+
 def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
     print(title)
     for key, value in mapping.items():
         print(f"  {key}: {value}")
 
 
-SECTIONS = ("embedded", "worker", "bufts", "omp", "retries")
+SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "retries")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prefix-tokens", type=int, nargs="+", default=[500, 2000, 4000])
     parser.add_argument("--probes", type=int, default=3)
+    parser.add_argument("--snapshot-tokens", type=int, nargs="+", default=[2000, 6000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--overhead-tokens", type=int, default=6000, help="long prompt (worker)")
@@ -262,6 +332,9 @@ def main() -> None:
     if "embedded" in args.sections:
         payload["embedded"] = asyncio.run(bench_embedded(args.prefix_tokens, args.probes))
         _print_embedded(payload["embedded"])
+    if "snapshots" in args.sections:
+        payload["kv_snapshots"] = bench_snapshots(args.snapshot_tokens)
+        _print_snapshots(payload["kv_snapshots"])
     if "worker" in args.sections:
         payload["worker_overhead"] = bench_worker_overhead(args.repeats, args.overhead_tokens)
         _print_mapping("worker process vs in process (median ms):", payload["worker_overhead"])

@@ -10,7 +10,9 @@ A native crash in llama.cpp (SIGILL from an instruction the CPU cannot execute, 
 abort) ends only the child: the caller gets a ``ProviderError`` that names the signal and
 ``mirage doctor``, and the next call starts a fresh worker. The child keeps its KV cache
 between calls, so a prompt sharing a prefix with the previous one is not prefilled again
-(``cached_tokens`` reports the reused prefix).
+(``cached_tokens`` reports the reused prefix), and keeps copies of caches that a call would
+discard (``kv_snapshots``), so a prompt sharing a long prefix with an earlier one, not only the
+last, starts from that copy.
 
 Every model is loaded with llama.cpp's extra buffer types off (model parameter
 ``use_extra_bufts``). They are AMX tile kernels, which die with SIGILL on virtual machines that
@@ -23,6 +25,7 @@ bench_backbones.py measures it).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import signal
 import socket
@@ -40,6 +43,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from runtime.backbones.base import ProviderError, ProviderErrorKind
+from runtime.backbones.kv_snapshots import (
+    KVSnapshot,
+    KVSnapshots,
+    common_prefix_length,
+)
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -61,12 +69,15 @@ _BUFFER_LINE_MARKERS = ("model buffer size", "KV buffer size", "compute buffer s
 @dataclass(frozen=True)
 class ModelSpec:
     """What a worker loads. ``extra_buffer_types`` is llama.cpp's ``use_extra_bufts``: off
-    everywhere except in the benchmark that measures what turning it off costs."""
+    everywhere except in the benchmark that measures what turning it off costs.
+    ``kv_snapshot_bytes`` bounds the kept copies of the KV cache (``kv_snapshots``; 0: none;
+    ``EmbeddedBackbone`` sets it from ``MIRAGE_KV_SNAPSHOT_MB``)."""
 
     path: str
     n_ctx: int
     n_threads: int
     extra_buffer_types: bool = False
+    kv_snapshot_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,8 +172,6 @@ def _model_params_override(**fields: Any) -> Iterator[None]:
 @contextmanager
 def _captured_buffer_lines() -> Iterator[list[str]]:
     """llama.cpp's buffer-size log lines while loading; every other log line is dropped."""
-    import ctypes
-
     from llama_cpp import llama_cpp as low_level
 
     lines: list[str] = []
@@ -213,21 +222,48 @@ def open_llama(spec: ModelSpec) -> tuple[Llama, LoadReport]:
     return llama, report
 
 
-def common_prefix_length(left: list[int], right: list[int]) -> int:
-    length = 0
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
+class LlamaKV:
+    """The live KV cache of sequence 0, for ``KVSnapshots``."""
+
+    def __init__(self, llama: Llama) -> None:
+        self.llama = llama
+
+    def held_tokens(self) -> list[int]:
+        return list(self.llama.input_ids[: self.llama.n_tokens].tolist())
+
+    def save(self) -> KVSnapshot | None:
+        from llama_cpp import llama_cpp as low_level
+
+        ctx = self.llama.ctx
+        size = low_level.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = low_level.llama_state_seq_get_data(ctx, buffer, size, 0)
+        if written == 0:
+            return None
+        return KVSnapshot(tuple(self.held_tokens()), ctypes.string_at(buffer, written))
+
+    def restore(self, snapshot: KVSnapshot) -> bool:
+        from llama_cpp import llama_cpp as low_level
+
+        count = len(snapshot.tokens)
+        buffer = (ctypes.c_uint8 * len(snapshot.state)).from_buffer_copy(snapshot.state)
+        if low_level.llama_state_seq_set_data(self.llama.ctx, buffer, len(buffer), 0) == 0:
+            self.llama.reset()  # the sequence may be half written: prefill from scratch
+            return False
+        self.llama.input_ids[:count] = snapshot.tokens
+        self.llama.n_tokens = count
+        self.llama._requires_eval = True  # the logits are not this state's: decode once more
+        return True
 
 
 class LlamaRunner:
-    """The child's side: tokenize and generate on one loaded model."""
+    """The child's side: tokenize and generate on one loaded model, keeping copies of its KV
+    cache that later prompts can start from (``kv_snapshots``)."""
 
-    def __init__(self, llama: Llama, n_ctx: int) -> None:
+    def __init__(self, llama: Llama, n_ctx: int, kv_snapshot_bytes: int = 0) -> None:
         self.llama = llama
         self.n_ctx = n_ctx
+        self.snapshots = KVSnapshots(kv_snapshot_bytes)
 
     def handle(self, request: Request) -> int | Generated | Failure:
         if isinstance(request, TokenizeRequest):
@@ -249,6 +285,7 @@ class LlamaRunner:
                 f"prompt of {len(tokens)} tokens does not fit the embedded model's "
                 f"{self.n_ctx}-token window",
             )
+        self.snapshots.prepare(LlamaKV(self.llama), tokens)
         cached = self._reusable_prefix(tokens)
         low_level.llama_perf_context_reset(self.llama.ctx)
         try:
@@ -306,7 +343,7 @@ def serve(conn: Connection) -> None:
     except (RuntimeError, ValueError, OSError) as exc:
         conn.send(Failure("unknown", f"llama.cpp could not load {spec.path}: {exc}"))
         return
-    runner = LlamaRunner(llama, spec.n_ctx)
+    runner = LlamaRunner(llama, spec.n_ctx, spec.kv_snapshot_bytes)
     try:
         conn.send(report)
         while (request := _receive(conn)) is not None:

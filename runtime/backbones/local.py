@@ -5,8 +5,10 @@ native tool slots). Below: one llama.cpp worker process per model file, context 
 count (``runtime/backbones/llama_worker.py``), shared by every backbone in this process. The
 prompt is rendered as ChatML text here; the worker tokenizes it and runs the low-level
 completion, so llama.cpp keeps the longest common token prefix with the previous evaluation in
-its KV cache: restoring one checkpoint for many probes prefills the shared prefix once.
-``cached_tokens`` reports that reused prefix.
+its KV cache: restoring one checkpoint for many probes prefills the shared prefix once. The
+worker also keeps copies of long caches a call would discard (``MIRAGE_KV_SNAPSHOT_MB``, default
+1024; 0 keeps none), so the probes of a state whose history is a prefix of an earlier, deeper
+trunk prompt start from that prompt's cache. ``cached_tokens`` reports the reused prefix.
 
 The model runs outside this process so that a native crash (an instruction this CPU cannot
 execute, say) becomes a ``ProviderError`` naming the signal and ``mirage doctor`` instead of
@@ -31,6 +33,7 @@ from runtime.backbones.base import (
     ProviderError,
     ToolMode,
 )
+from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
 from runtime.backbones.llama_worker import (
     CHATML_END,
     Generated,
@@ -49,6 +52,7 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 THREADS_ENV = "MIRAGE_LLAMA_THREADS"
 DEFAULT_THREADS = 2
+KV_SNAPSHOT_ENV = "MIRAGE_KV_SNAPSHOT_MB"
 
 
 def smollm2_gguf_path() -> Path:
@@ -64,13 +68,27 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
+def _whole_number_from_env(name: str, default: int, *, minimum: int, unit: str) -> int:
+    value = os.environ.get(name, str(default))
+    if not value.isdigit() or int(value) < minimum:
+        kind = "a positive integer" if minimum > 0 else "a whole number"
+        raise ValueError(f"{name} must be {kind}{unit}, got {value!r}")
+    return int(value)
+
+
 def default_thread_count() -> int:
     """``MIRAGE_LLAMA_THREADS`` when set, else 2. llama.cpp threads spin at barriers, so on a
     box shared with other busy processes 1 thread is several times faster than 2."""
-    value = os.environ.get(THREADS_ENV, str(DEFAULT_THREADS))
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {value!r}")
-    return int(value)
+    return _whole_number_from_env(THREADS_ENV, DEFAULT_THREADS, minimum=1, unit="")
+
+
+def kv_snapshot_budget_bytes() -> int:
+    """``MIRAGE_KV_SNAPSHOT_MB`` when set, else 1024: the memory a worker may spend on kept
+    copies of its KV cache (``runtime/backbones/kv_snapshots.py``); 0 keeps none."""
+    megabytes = _whole_number_from_env(
+        KV_SNAPSHOT_ENV, DEFAULT_KV_SNAPSHOT_BYTES >> 20, minimum=0, unit=" (MiB; 0: none)"
+    )
+    return megabytes << 20
 
 
 def render_chatml(messages: Sequence[OpenAIMessage], *, default_system: str | None) -> str:
@@ -118,12 +136,19 @@ class EmbeddedBackbone(Backbone):
         self.seed = seed
         self.n_threads = n_threads if n_threads is not None else default_thread_count()
         self.default_system = default_system
+        self.kv_snapshot_bytes = kv_snapshot_budget_bytes()
         self._model_path = Path(model_path) if model_path is not None else None
 
     def worker(self) -> LlamaWorker:
         """The worker process holding this backbone's model (started on first use)."""
         path = self._model_path or smollm2_gguf_path()
-        return worker_for(ModelSpec(str(path.resolve()), self.context_window, self.n_threads))
+        spec = ModelSpec(
+            str(path.resolve()),
+            self.context_window,
+            self.n_threads,
+            kv_snapshot_bytes=self.kv_snapshot_bytes,
+        )
+        return worker_for(spec)
 
     def load(self) -> None:
         """Start the worker and load the model now instead of on the first call."""

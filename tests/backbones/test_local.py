@@ -81,6 +81,30 @@ async def test_shared_prefix_is_not_prefilled_again(backbone: EmbeddedBackbone) 
 
 
 @pytest.mark.slow
+async def test_a_prefix_from_before_the_last_call_is_restored_not_prefilled(
+    backbone: EmbeddedBackbone,
+) -> None:
+    first = await backbone.complete(probe("Which crate holds the most marbles?"), [])
+    unrelated = await backbone.complete([UserMessage.text("Name a colour.")], [])
+    assert unrelated.usage.cached_tokens < 20  # the inventory left the live cache
+    again = await backbone.complete(probe("Which crate holds the most marbles?"), [])
+    assert again.usage.cached_tokens >= first.usage.input_tokens - 1
+    assert again.text == first.text
+
+
+@pytest.mark.slow
+async def test_with_no_snapshot_budget_an_older_prefix_is_prefilled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MIRAGE_KV_SNAPSHOT_MB", "0")
+    unkept = EmbeddedBackbone(max_output_tokens=4)
+    await unkept.complete(probe("Which crate holds the most marbles?"), [])
+    await unkept.complete([UserMessage.text("Name a colour.")], [])
+    again = await unkept.complete(probe("Which crate holds the most marbles?"), [])
+    assert again.usage.cached_tokens < 20
+
+
+@pytest.mark.slow
 async def test_repeating_a_prompt_is_deterministic(backbone: EmbeddedBackbone) -> None:
     messages = [UserMessage.text("Name a colour.")]
     first = await backbone.complete(messages, [])
@@ -152,6 +176,18 @@ def test_thread_count_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert EmbeddedBackbone().n_threads == 2
     monkeypatch.setenv("MIRAGE_LLAMA_THREADS", "many")
     with pytest.raises(ValueError, match="MIRAGE_LLAMA_THREADS must be a positive integer"):
+        EmbeddedBackbone()
+
+
+def test_kv_snapshot_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MIRAGE_KV_SNAPSHOT_MB", raising=False)
+    assert EmbeddedBackbone().kv_snapshot_bytes == 1 << 30
+    monkeypatch.setenv("MIRAGE_KV_SNAPSHOT_MB", "0")
+    assert EmbeddedBackbone().kv_snapshot_bytes == 0
+    monkeypatch.setenv("MIRAGE_KV_SNAPSHOT_MB", "256")
+    assert EmbeddedBackbone().kv_snapshot_bytes == 256 << 20
+    monkeypatch.setenv("MIRAGE_KV_SNAPSHOT_MB", "-1")
+    with pytest.raises(ValueError, match="MIRAGE_KV_SNAPSHOT_MB must be a whole number"):
         EmbeddedBackbone()
 
 
