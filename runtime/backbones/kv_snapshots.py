@@ -12,7 +12,8 @@ shallower state whose history is a prefix of that trunk prompt. Keeping a copy o
 whenever a call would discard at least ``min_discard`` of its tokens, and restoring the copy
 that shares the longest prefix with a prompt, turns those re-reads into a memory copy
 (a 7,144-token SmolLM2 cache: 157 MB, kept in 0.16 s, restored in 0.1 s, versus 44 s of
-prefill; ``benchmarks/bench_backbones.py --sections snapshots``). Copies are evicted least recently used first, within ``capacity_bytes``.
+prefill; ``benchmarks/bench_backbones.py --sections snapshots``). Copies are evicted least
+recently used first, within ``capacity_bytes``.
 
 A restored copy holds the values the earlier calls computed, token batch by token batch.
 llama.cpp's numbers depend slightly on how a prompt was split into batches, so a greedy reply

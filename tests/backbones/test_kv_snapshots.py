@@ -52,7 +52,7 @@ def test_a_deep_prompt_kept_before_an_unrelated_call_serves_a_shallower_one() ->
     assert cache.call(store, trunk) == 2000
     assert cache.call(store, history(500, start=90_000)) == 500  # a summary call
     assert len(store) == 1
-    assert cache.call(store, trunk[:1200] + [-1, -2]) == 2  # a probe of an earlier state
+    assert cache.call(store, [*trunk[:1200], -1, -2]) == 2  # a probe of an earlier state
 
 
 def test_small_discards_are_not_kept() -> None:
@@ -69,7 +69,7 @@ def test_the_live_cache_is_kept_when_it_beats_every_copy() -> None:
     cache = MemoryKV()
     cache.call(store, history(1000))
     cache.call(store, history(300, start=50_000))
-    prompt = history(300, start=50_000) + [7, 8]
+    prompt = [*history(300, start=50000), 7, 8]
     assert cache.call(store, prompt) == 2  # the live cache already serves it
 
 
@@ -79,7 +79,7 @@ def test_a_copy_must_save_min_gain_tokens_over_the_live_cache() -> None:
     cache.call(store, history(1000))
     cache.call(store, history(980) + history(200, start=70_000))
     # the kept copy shares 990, the live cache 980: not worth a restore
-    assert cache.call(store, history(990) + [-1]) == 11
+    assert cache.call(store, [*history(990), -1]) == 11
 
 
 def test_copies_are_evicted_least_recently_used_within_capacity() -> None:
@@ -89,8 +89,8 @@ def test_copies_are_evicted_least_recently_used_within_capacity() -> None:
     for prompt in (a, b, c, history(10, start=30_000)):
         cache.call(store, prompt)
     assert store.size_bytes <= 2500
-    assert cache.call(store, a + [-1]) == 1001  # the oldest copy went first
-    assert cache.call(store, c + [-1]) == 1
+    assert cache.call(store, [*a, -1]) == 1001  # the oldest copy went first
+    assert cache.call(store, [*c, -1]) == 1
 
 
 def test_a_copy_larger_than_capacity_is_not_kept_and_zero_disables() -> None:
