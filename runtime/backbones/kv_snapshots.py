@@ -19,7 +19,7 @@ A restored copy holds the values the earlier calls computed, token batch by toke
 llama.cpp's numbers depend slightly on how a prompt was split into batches, so a greedy reply
 can differ from one after a cold prefill, as with llama.cpp's own reuse of the previous prefix;
 a run repeated with the same calls in the same order gets the same replies. (In the default
-``mirage run``, 15 of 96 SmolLM2 replies differed from a run without copies, all in one state;
+``mirage run``, 16 of 96 SmolLM2 replies differed from a run without copies, all in one state;
 every score was the same.)
 """
 
