@@ -12,14 +12,14 @@ ninja's log gives each compiled file's time.
 
 Phases: ``torch`` (the step that installs torch), ``llama-cpp-python build`` (pip's "Building
 wheel for llama-cpp-python ... started" to "finished" lines), ``rest`` (the total minus both:
-resolving, downloading, installing everything else); wall and CPU seconds per step (CPU
-counts every process the step ran, compilers included, and depends far less on the load).
-Also: per library, the compile jobs
-ninja ran and their summed seconds and share (jobs run in parallel, so the sum exceeds the
-build's wall time; under load every job slows, the shares less so), the instruction-set flags
-llama.cpp's CPU backend was compiled with, load averages, CPU model and count, and
-``mirage doctor`` in the new venv, which proves the install runs. Writes
-``benchmarks/results/install.json`` under ``--label`` (other labels keep their numbers).
+resolving, downloading, installing everything else). Each step's wall and CPU seconds (CPU
+counts every process the step waited for, compilers included, and depends far less on the
+machine's load than wall time). Per library, the compile jobs ninja ran, their summed seconds
+and share (jobs run in parallel, so the sum exceeds the build's wall time; under load every job
+slows, the shares less so). The instruction-set flags llama.cpp's CPU backend was compiled
+with, load averages (sampled during the install), CPU model and count, and ``mirage doctor`` in
+the new venv, which proves the install runs. Writes ``benchmarks/results/install.json`` under
+``--label`` (other labels keep their numbers).
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def venv_env(venv: Path, scratch: Path) -> dict[str, str]:
     env.update(
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         VIRTUAL_ENV=str(venv),
+        PWD=str(ROOT),  # packaging/llama-cpp.txt names its CMake include under ${PWD}
         PIP_CACHE_DIR=str(scratch / "pip-cache"),
         SKBUILD_BUILD_DIR=str(scratch / "llama-build"),
     )
