@@ -14,6 +14,7 @@ Above: ``mirage doctor`` (``mirage.cli.doctor``), which prints the checks. Below
 from __future__ import annotations
 
 import platform
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,13 +34,15 @@ Status = Literal["ok", "note", "error"]
 CPUINFO = Path("/proc/cpuinfo")
 TRIAL_PROMPT_TOKENS = 600  # above one 512-token batch: the probe-sized prefill that crashed
 TRIAL_OUTPUT_TOKENS = 16
-PORTABLE_CMAKE_ARGS = (
-    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
-)
+# How the README builds llama-cpp-python (for any x86-64 CPU with AVX2), read from the root of
+# mirage's checkout; --no-cache-dir, or pip reinstalls the wheel it cached from the bad build.
+LLAMA_REQUIREMENTS = "packaging/llama-cpp.txt"
+CHECKOUT = Path(__file__).resolve().parents[2]
 REBUILD_COMMAND = (
-    f'CMAKE_ARGS="{PORTABLE_CMAKE_ARGS}" pip install --force-reinstall --no-deps '
-    "--no-cache-dir llama-cpp-python==0.3.36"
-)
+    f"cd {shlex.quote(str(CHECKOUT))} && "
+    if (CHECKOUT / LLAMA_REQUIREMENTS).is_file()
+    else "from mirage's checkout: "
+) + f"pip install --force-reinstall --no-deps --no-cache-dir -r {LLAMA_REQUIREMENTS}"
 
 # llama.cpp's compile-feature names (ggml-cpu's feature list, as printed by
 # llama_print_system_info) -> the /proc/cpuinfo flags the compiled code needs.

@@ -5,15 +5,19 @@ real model in its worker process, including a real crash of that worker (slow)."
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from mirage.cli import app
 from runtime.backbones.doctor import (
+    CHECKOUT,
+    LLAMA_REQUIREMENTS,
     REBUILD_COMMAND,
     amx_check,
     build_features,
@@ -58,7 +62,17 @@ def test_a_build_for_instructions_the_cpu_lacks_is_an_error_naming_the_rebuild()
     assert check.status == "error"
     assert "AVX512 (avx512f)" in check.detail and "AMX_INT8 (amx_tile, amx_int8)" in check.detail
     assert "SIGILL" in check.detail and REBUILD_COMMAND in check.detail
-    assert "-DGGML_NATIVE=OFF" in REBUILD_COMMAND and "--no-cache-dir" in REBUILD_COMMAND
+    assert f"-r {LLAMA_REQUIREMENTS}" in REBUILD_COMMAND and "--no-cache-dir" in REBUILD_COMMAND
+
+
+def test_the_rebuild_recipe_is_portable_and_its_cmake_include_exists() -> None:
+    recipe = (CHECKOUT / LLAMA_REQUIREMENTS).read_text()
+    defines = dict(re.findall(r"--config-settings=cmake\.define\.([\w.]+)=(\S+)", recipe))
+    assert defines["GGML_NATIVE"] == "OFF"
+    assert all(defines[f"GGML_{isa}"] == "ON" for isa in ("AVX", "AVX2", "FMA", "F16C", "BMI2"))
+    assert not {"GGML_AVX512", "GGML_AMX_INT8"} & defines.keys()
+    include = defines["CMAKE_PROJECT_llama.cpp_INCLUDE"].replace("${PWD}", str(CHECKOUT))
+    assert Path(include).is_file()
 
 
 def test_a_build_the_cpu_can_run_is_ok() -> None:
