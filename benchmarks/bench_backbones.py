@@ -45,17 +45,16 @@ from runtime.backbones import (  # noqa: E402
     RetryPolicy,
 )
 from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
-from runtime.backbones.llama_worker import (  # noqa: E402
+from runtime.backbones.llama_child import LlamaKV, LlamaRunner  # noqa: E402
+from runtime.backbones.llama_load import open_llama  # noqa: E402
+from runtime.backbones.llama_wire import (  # noqa: E402
     Generated,
     GenerateRequest,
-    LlamaKV,
-    LlamaRunner,
-    LlamaWorker,
     ModelSpec,
     Request,
     TokenizeRequest,
-    open_llama,
 )
+from runtime.backbones.llama_worker import LlamaWorker  # noqa: E402
 from runtime.messages import Message, SystemMessage, UserMessage  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
     FakeOpenAIServer,

@@ -34,15 +34,14 @@ from runtime.backbones.base import (
     ToolMode,
 )
 from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
-from runtime.backbones.llama_worker import (
+from runtime.backbones.llama_wire import (
     CHATML_END,
     Generated,
     GenerateRequest,
-    LlamaWorker,
     ModelSpec,
     TokenizeRequest,
-    worker_for,
 )
+from runtime.backbones.llama_worker import LlamaWorker, worker_for
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
