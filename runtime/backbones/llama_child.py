@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.backbones.base import ProviderErrorKind
 from runtime.backbones.kv_snapshots import KVSnapshot, KVSnapshots, common_prefix_length
+from runtime.backbones.llama_grammar import GrammarError, gbnf
 from runtime.backbones.llama_load import open_llama
 from runtime.backbones.llama_wire import (
     CHATML_END,
@@ -35,7 +36,7 @@ from runtime.backbones.llama_wire import (
 )
 
 if TYPE_CHECKING:
-    from llama_cpp import Llama
+    from llama_cpp import Llama, LlamaGrammar
 
 
 class LlamaKV:
@@ -101,6 +102,11 @@ class LlamaRunner:
                 f"prompt of {len(tokens)} tokens does not fit the embedded model's "
                 f"{self.n_ctx}-token window",
             )
+        try:
+            grammar = _grammar(request)
+        except GrammarError as exc:
+            message = f"no llama.cpp grammar can enforce this schema ({exc})"
+            return Failure("bad_request", message, param=exc.source)
         self.snapshots.prepare(LlamaKV(self.llama), tokens)
         cached = self._reusable_prefix(tokens)
         low_level.llama_perf_context_reset(self.llama.ctx)
@@ -109,8 +115,10 @@ class LlamaRunner:
                 tokens,
                 max_tokens=min(request.max_output_tokens, room),
                 temperature=request.temperature,
+                top_p=request.top_p,
                 seed=request.seed,
-                stop=[CHATML_END],
+                stop=[CHATML_END, *request.stop],
+                grammar=grammar,
             )
         except (RuntimeError, ValueError) as exc:  # llama.cpp decode/eval failures
             kind: ProviderErrorKind = (
@@ -137,6 +145,14 @@ class LlamaRunner:
         re-evaluates at least the last prompt token to refresh the logits)."""
         previous = self.llama.input_ids[: self.llama.n_tokens].tolist()
         return min(common_prefix_length(previous, tokens), len(tokens) - 1)
+
+
+def _grammar(request: GenerateRequest) -> LlamaGrammar | None:
+    if not request.grammar:
+        return None
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf(request.grammar), verbose=False)
 
 
 def serve_fd(fd: int) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.backbones.base import ProviderErrorKind
+from runtime.profiles.structured import JsonSegment
 
 CHATML_END = "<|im_end|>"
 """The end of a ChatML turn: rendered after every message, and where a generation stops."""
@@ -37,12 +38,22 @@ class TokenizeRequest:
     prompt: str
 
 
+LLAMA_CPP_TOP_P = 0.95
+"""llama-cpp-python's own default for ``top_p`` (it matters only when temperature is above 0)."""
+
+
 @dataclass(frozen=True)
 class GenerateRequest:
+    """One generation. ``stop`` adds stop strings to the end of a ChatML turn; ``grammar``
+    constrains the reply to one of its segments (empty: free text)."""
+
     prompt: str
     max_output_tokens: int
     temperature: float
     seed: int
+    top_p: float = LLAMA_CPP_TOP_P
+    stop: tuple[str, ...] = ()
+    grammar: tuple[JsonSegment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,8 +72,11 @@ class Generated:
 
 @dataclass(frozen=True)
 class Failure:
+    """A call that failed; ``param`` names the request field at fault (a grammar's schema)."""
+
     kind: ProviderErrorKind
     message: str
+    param: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 
 from runtime.backbones import llama_child
-from runtime.backbones.base import ProviderError
+from runtime.backbones.base import ProviderError, UnsupportedOption
 from runtime.backbones.llama_wire import BuildInfo, Failure, ModelSpec, Request, WorkerInfo
 
 log = structlog.get_logger(__name__)
@@ -98,7 +98,8 @@ class LlamaWorker:
             return self._ensure_started()
 
     def call(self, request: Request) -> Any:
-        """The worker's reply to ``request``; a ``Failure`` is raised as ``ProviderError``."""
+        """The worker's reply to ``request``; a ``Failure`` is raised as ``ProviderError``, or
+        as ``UnsupportedOption`` when it names a request field."""
         with self._lock:
             self._ensure_started()
             assert self._conn is not None
@@ -109,6 +110,8 @@ class LlamaWorker:
                 raise self._crashed("while serving a call") from exc
             self._crashes = 0
         if isinstance(reply, Failure):
+            if reply.param is not None:
+                raise UnsupportedOption(reply.param, reply.message)
             raise ProviderError(reply.kind, reply.message)
         return reply
 
