@@ -224,12 +224,9 @@ class ChatRequest(_Wire):
     def _readable_tool_choice(cls, value: Any) -> Any:
         if value is None or value in TOOL_CHOICES or isinstance(value, dict):
             return value
-        raise PydanticCustomError(
-            "tool_choice",
-            'must be "none", "auto", "required" or {{"type": "function", "function": '
-            '{{"name": NAME}}}}; got {got}',
-            {"got": json.dumps(value)[:100]},
-        )
+        allowed = '"none", "auto", "required" or {"type": "function", "function": {"name": NAME}}'
+        message = f"must be {allowed}; got {json.dumps(value)[:100]}"
+        raise PydanticCustomError("tool_choice", "{message}", {"message": message})
 
     @field_validator("stop")
     @classmethod
