@@ -329,3 +329,12 @@ def test_a_field_litellm_does_not_pass_on_is_refused(
     body = {"model": "m", "messages": USER, "top_k": 20}
     _refused(_post(base_url, body), "top_k", "litellm does not pass this field")
     assert upstream.requests == []
+
+
+def test_every_request_field_is_in_the_docs_table() -> None:
+    from runtime.serve.wire import NO_EFFECT_FIELDS, REFUSED_FIELDS, ChatRequest
+
+    table = (Path(__file__).parents[2] / "docs" / "serve_model.md").read_text(encoding="utf-8")
+    table = table.split("## Request fields", 1)[1].split("###", 1)[0]
+    fields = [*ChatRequest.model_fields, *NO_EFFECT_FIELDS, *REFUSED_FIELDS]
+    assert [field for field in fields if f"`{field}" not in table] == []
