@@ -126,9 +126,9 @@ def reply_grammar(
     """The segments a reply must be one of: a call when one is required; with a JSON reply
     asked for, the JSON, or (tools offered, the call not required) a call or the JSON."""
     segments: list[JsonSegment] = []
-    offers_calls = options.tool_call == "required" or (options.json_reply and tools)
-    if offers_calls:
-        field = "tool_choice" if options.tool_call == "required" else "response_format"
+    required = options.tool_call == "required"
+    if required or (options.json_reply is not None and tools):
+        field = "tool_choice" if required else "response_format"
         try:
             segments.append(
                 tool_call_segment(
@@ -140,7 +140,7 @@ def reply_grammar(
             )
         except NotForceable as exc:
             raise UnsupportedOption(field, f"{exc} (model profile {profile.name})") from exc
-    if options.json_reply is not None and options.tool_call != "required":
+    if options.json_reply is not None and not required:
         segments.append(json_segment(options.json_reply.json_schema))
     return tuple(segments)
 

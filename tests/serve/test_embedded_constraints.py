@@ -15,8 +15,8 @@ from openai import OpenAI
 
 from runtime.backbones import EmbeddedBackbone
 from runtime.serve import BackgroundServer, RequestLog, create_app, read_request_log
-from tests.serve.support import RECALL_TOOL
-from tests.serve.test_request_options import USER, WEATHER_TOOL, Rent
+from tests.serve.support import RECALL_TOOL, WEATHER_TOOL
+from tests.serve.test_request_options import USER, Rent
 
 pytestmark = pytest.mark.slow
 

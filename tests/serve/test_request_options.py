@@ -25,20 +25,9 @@ from runtime.backbones.base import CallOptions, JsonReply, ToolMode
 from runtime.profiles import resolve_profile
 from runtime.serve import BackgroundServer, RequestLog, create_app, read_request_log
 from tests.fakes.openai_server import FakeOpenAIServer, reply, tool_call_reply
-from tests.serve.support import HERMES_CALL, RECALL_TOOL
+from tests.serve.support import HERMES_CALL, RECALL_TOOL, WEATHER_TOOL
 
 USER = [{"role": "user", "content": "What was the median rent in Berlin?"}]
-WEATHER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 
 
 class Rent(BaseModel):
