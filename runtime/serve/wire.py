@@ -238,9 +238,11 @@ class ChatRequest(_Wire):
 
     @property
     def provider_fields(self) -> dict[str, Any]:
-        """Fields the endpoint does not act on, refuse or know to be without effect."""
+        """Fields the endpoint does not act on, refuse or know to be without effect (a refused
+        field left at its empty value, ``store: false`` say, is without effect too)."""
         extra = self.model_extra or {}
-        return {key: value for key, value in extra.items() if key not in NO_EFFECT_FIELDS}
+        handled = NO_EFFECT_FIELDS.keys() | REFUSED_FIELDS.keys()  # refused ones are unset here
+        return {key: value for key, value in extra.items() if key not in handled}
 
     @property
     def output_budget(self) -> int | None:

@@ -211,6 +211,9 @@ def test_no_effect_fields_are_accepted_and_other_fields_go_to_the_backbone(serve
         messages=USER,
         user="u-1",
         metadata={"run": "x"},
+        store=False,
+        logprobs=False,
+        modalities=["text"],
         presence_penalty=0.5,
         extra_body={"top_k": 20},
     )
