@@ -203,6 +203,7 @@ class ChatEndpoint:
             backbone=record.backbone,
             eit=record.eit,
             parse_outcome=record.parse_outcome,
+            constraint=record.constraint,
             latency_s=record.latency_s,
             rewritten=record.rewrite is not None,
         )
