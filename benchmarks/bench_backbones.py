@@ -1,10 +1,10 @@
 """Backbone benchmarks: the embedded model's KV prefix reuse, its kept KV copies, its worker
 process's per-call overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy,
-litellm retries.
+the cost of a grammar per generated token, litellm retries.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
         [--repeats 5] [--snapshot-tokens 2000 6000]
-        [--sections embedded snapshots worker bufts omp retries]
+        [--sections embedded snapshots worker bufts omp grammar retries]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
@@ -17,7 +17,12 @@ Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_buft
 mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM2's Q4_1/Q8_0
 tensors cannot use. Omp: the same speeds with OpenMP threads spinning (ACTIVE; unset, libgomp
 spins a while first) or sleeping (PASSIVE, the worker's default) at barriers, at 2 and 1
-threads. Litellm: against the local fault-injecting OpenAI server — a clean call,
+threads. Grammar: milliseconds per generated token (the call's time after prefill, over its
+output tokens) for free text, a forced Hermes tool call (any of two tools) and a JSON-schema
+reply, in process; the part of it outside llama.cpp's model evaluation (sampling, where a
+grammar works; less swayed by the machine's load than the whole); and the time to build each
+grammar (``llama_grammar.gbnf``). Litellm:
+against the local fault-injecting OpenAI server — a clean call,
 retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
 Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
 their earlier numbers).
@@ -45,18 +50,19 @@ from runtime.backbones import (  # noqa: E402
     RetryPolicy,
 )
 from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
-from runtime.backbones.llama_worker import (  # noqa: E402
+from runtime.backbones.llama_child import LlamaKV, LlamaRunner  # noqa: E402
+from runtime.backbones.llama_grammar import gbnf  # noqa: E402
+from runtime.backbones.llama_load import open_llama  # noqa: E402
+from runtime.backbones.llama_wire import (  # noqa: E402
     Generated,
     GenerateRequest,
-    LlamaKV,
-    LlamaRunner,
-    LlamaWorker,
     ModelSpec,
     Request,
     TokenizeRequest,
-    open_llama,
 )
-from runtime.messages import Message, SystemMessage, UserMessage  # noqa: E402
+from runtime.backbones.llama_worker import LlamaWorker  # noqa: E402
+from runtime.messages import Message, SystemMessage, ToolSpec, UserMessage  # noqa: E402
+from runtime.profiles.structured import json_segment, tool_call_segment  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
     FakeOpenAIServer,
     hang,
@@ -252,6 +258,68 @@ def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
     return results
 
 
+def bench_grammar(repeats: int) -> dict[str, Any]:
+    """Per-token cost of a grammar: free text vs a forced call vs a JSON-schema reply."""
+    backbone = EmbeddedBackbone()
+    spec = ModelSpec(str(backbone.worker().spec.path), 4096, backbone.n_threads)
+    llama, _ = open_llama(spec)
+    runner = LlamaRunner(llama, spec.n_ctx)
+    tools = [
+        ToolSpec(name="artifact_recall", parameters=_object_schema({"query": "string"})),
+        ToolSpec(name="get_weather", parameters=_object_schema({"city": "string"})),
+    ]
+    rent = _object_schema({"city": "string", "median_eur": "integer"})
+    cases = {
+        "free_text": ((), "Tell me a short story about a cat."),
+        "forced_tool_call": ((tool_call_segment("hermes", tools),), "Say hello to me."),
+        "json_schema": ((json_segment(rent),), "What was the median rent in Berlin?"),
+    }
+    prompts = {
+        name: backbone.render_prompt([UserMessage.text(question)], tools if segments else [])
+        for name, (segments, question) in cases.items()
+    }
+    runs: dict[str, list[Generated]] = {name: [] for name in cases}
+    for repeat in range(repeats):  # cases interleaved: a change in load hits each alike
+        for name, (segments, _) in cases.items():
+            result = runner.handle(
+                GenerateRequest(prompts[name], 96, 0.0, repeat, grammar=segments)
+            )
+            assert isinstance(result, Generated), result
+            runs[name].append(result)
+    results: dict[str, Any] = {}
+    for name, (segments, _) in cases.items():
+        per_token = [
+            (r.latency_s - r.prefill_s) * 1000 / max(r.output_tokens, 1) for r in runs[name]
+        ]
+        outside_eval = [
+            (r.latency_s - r.prefill_s - r.decode_s) * 1000 / max(r.output_tokens, 1)
+            for r in runs[name]
+        ]
+        results[name] = {
+            "output_tokens": statistics.median(r.output_tokens for r in runs[name]),
+            "ms_per_token": round(statistics.median(per_token), 2),
+            "sampling_ms_per_token": round(statistics.median(outside_eval), 2),
+        }
+        if segments:
+            started = time.perf_counter()
+            gbnf(segments)
+            results[name]["grammar_build_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    llama.close()
+    free = results["free_text"]["ms_per_token"]
+    free_sampling = results["free_text"]["sampling_ms_per_token"]
+    for name in ("forced_tool_call", "json_schema"):
+        results[name]["extra_ms_per_token"] = round(results[name]["ms_per_token"] - free, 2)
+        extra = results[name]["sampling_ms_per_token"] - free_sampling
+        results[name]["extra_sampling_ms_per_token"] = round(extra, 2)
+    results["load_average_1m"] = round(os.getloadavg()[0], 2)
+    return results
+
+
+def _object_schema(fields: dict[str, str]) -> dict[str, Any]:
+    properties = {key: {"type": kind} for key, kind in fields.items()}
+    return {"type": "object", "properties": properties, "required": list(fields)}
+
+
 async def _timed(backbone: LiteLLMBackbone) -> tuple[float, str]:
     started = time.perf_counter()
     try:
@@ -316,7 +384,7 @@ def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
         print(f"  {key}: {value}")
 
 
-SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "retries")
+SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "grammar", "retries")
 
 
 def main() -> None:
@@ -344,6 +412,9 @@ def main() -> None:
     if "omp" in args.sections:
         payload["omp_wait_policy"] = bench_wait_policy(args.repeats)
         _print_mapping("OpenMP wait policy (tok/s):", payload["omp_wait_policy"])
+    if "grammar" in args.sections:
+        payload["grammar"] = bench_grammar(args.repeats)
+        _print_mapping("llama.cpp grammar, SmolLM2 (ms per generated token):", payload["grammar"])
     if "retries" in args.sections:
         payload["retries"] = asyncio.run(bench_retries())
         _print_mapping("litellm retries against the fault-injecting server:", payload["retries"])

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.backbones import llama_worker
+from runtime.backbones.llama_wire import ModelSpec
 
 _current: list[pytest.Item] = []
 
@@ -22,7 +23,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def _embedded_model_only_in_slow_tests() -> Iterator[None]:
     start_worker = llama_worker._spawn
 
-    def guarded(spec: llama_worker.ModelSpec) -> Any:
+    def guarded(spec: ModelSpec) -> Any:
         test = _current[0] if _current else None
         if test is not None and test.get_closest_marker("slow") is None:
             pytest.fail(

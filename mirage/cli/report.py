@@ -1,5 +1,5 @@
 """``mirage rescore``, ``mirage report`` and ``mirage view``: recompute, report, compare and
-look at a run's results (``view`` serves ``report.html`` on loopback).
+look at a run's results (``view`` serves ``report.html`` on loopback, ``view_server``).
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below: records,
 scoring and the report writer, imported inside the commands so the CLI stays light to import.
@@ -236,19 +236,21 @@ def view(
     directory: DirArgument,
     port: Annotated[int, typer.Option("--port", min=0, help="Loopback port (0: a free one).")] = 0,
 ) -> None:
-    """Serve DIR's report.html (or comparison.html) on 127.0.0.1 until interrupted; the page
-    needs no server (it opens from disk too), this is for convenience."""
-    import functools
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    """Serve DIR's report.html (or comparison.html) on 127.0.0.1 until interrupted: the page
+    and the files it references, nothing else of DIR (no listing, no symlink out of it), and
+    only to Host 127.0.0.1 or localhost. The page needs no server (it opens from disk too),
+    this is for convenience."""
+    from mirage.cli.view_server import ReportServer
 
     page = _page(directory)
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(page.parent))
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = ReportServer(page, port)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     except OSError as exc:
         raise typer.BadParameter(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from exc
     with server:
-        url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
+        url = f"http://127.0.0.1:{server.port}/{page.name}"
         typer.echo(f"serving {url} (Ctrl-C stops)")
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()

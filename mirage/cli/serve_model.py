@@ -1,7 +1,8 @@
 """``mirage serve-model``: any mirage backbone behind an OpenAI-compatible endpoint.
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
-``runtime.serve`` (the app, uvicorn) and ``runtime.backbones.make_backbone``.
+``runtime.serve`` (the app, uvicorn), ``runtime.backbones.make_backbone``, and the memory
+server's ``check_binding`` (one rule for every server mirage starts: no key, loopback only).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Annotated
 import typer
 
 from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, fail
+from runtime.asgi import DEFAULT_READ_TIMEOUT_S
 from runtime.backbones import DEFAULT_MODEL
+from runtime.serve.app import DEFAULT_MAX_REQUEST_BYTES
 
 
 def serve_model(
@@ -54,21 +57,36 @@ def serve_model(
     api_key: Annotated[
         str | None,
         typer.Option(
-            help="Require 'Authorization: Bearer KEY' from clients",
+            help="Require 'Authorization: Bearer KEY' from clients (needed off loopback)",
             envvar="MIRAGE_SERVE_API_KEY",
         ),
     ] = None,
+    max_request_mb: Annotated[
+        float, typer.Option(min=0.001, help="Refuse (413) request bodies above this many MiB")
+    ] = DEFAULT_MAX_REQUEST_BYTES / (1 << 20),
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            help="Close a connection whose client sends nothing for this many seconds "
+            "before its request is complete",
+        ),
+    ] = DEFAULT_READ_TIMEOUT_S,
 ) -> None:
     """Serve a backbone as an OpenAI-compatible endpoint: GET /v1/models and POST
     /v1/chat/completions (streaming or not, OpenAI tool calls in and out; for text-mode models
     the profile writes the tools into the prompt and mirage's parser turns the reply into
-    tool_calls). Ctrl-C stops it."""
+    tool_calls; tool_choice, response_format and sampling fields are honoured, passed through or
+    refused, see docs/serve_model.md). Listening on anything but loopback needs --api-key.
+    Ctrl-C stops it."""
+    from memory_server.http import check_binding
     from runtime.backbones import make_backbone
     from runtime.serve.app import create_app
     from runtime.serve.requestlog import RequestLog
     from runtime.serve.server import serve_forever
 
     try:
+        check_binding(host, api_key, token_option="--api-key")
         backbone = make_backbone(
             model,
             api_base=api_base,
@@ -81,7 +99,12 @@ def serve_model(
     backbone.load()  # the embedded model loads now, not on the first request
     request_log = RequestLog(log_path, with_content=log_content) if log_path else None
     app = create_app(
-        backbone, name=name, request_log=request_log, adapters=adapters, api_key=api_key
+        backbone,
+        name=name,
+        request_log=request_log,
+        adapters=adapters,
+        api_key=api_key,
+        max_request_bytes=int(max_request_mb * (1 << 20)),
     )
     served = name or backbone.model
     typer.echo(
@@ -91,7 +114,7 @@ def serve_model(
         err=True,
     )
     try:
-        serve_forever(app, host=host, port=port)
+        serve_forever(app, host=host, port=port, read_timeout_s=read_timeout)
     finally:
         if request_log is not None:
             request_log.close()

@@ -10,7 +10,12 @@ as ``ProviderError`` after bounded retries — never as model output.
 
 The whole contract is the ``Backbone`` base class below: what every backbone must provide is
 abstract, the optional capabilities have defaults (a tiktoken estimate of the prompt, nothing
-to load, a copy with another reply budget). Every backbone subclasses it.
+to load, a copy with another reply budget, no per-call options). Every backbone subclasses it.
+
+Per-call options (``CallOptions``: sampling settings and an output constraint, which
+``mirage serve-model`` takes from a client's request) reach a backbone through
+``with_call_options``, which returns a copy applying them or raises ``UnsupportedOption``
+naming the request field it cannot apply: an option is applied or refused, never dropped.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runtime.messages import Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile
@@ -68,6 +73,81 @@ class ProviderError(Exception):
         return self.kind in RETRYABLE_KINDS
 
 
+class UnsupportedOption(ValueError):
+    """A backbone cannot apply a call option; ``param`` names the request field (HTTP 400)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param}: {message}")
+        self.param = param
+        self.message = message
+
+
+class JsonReply(BaseModel):
+    """The reply must be one JSON object: valid against ``json_schema`` when given (OpenAI's
+    ``response_format`` ``json_schema``), any object otherwise (``json_object``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    json_schema: dict[str, Any] | None = None
+    name: str = "response"
+    strict: bool | None = None
+
+
+Constraint = Literal["none", "tool_call", "named_tool", "json_object", "json_schema"]
+
+
+class CallOptions(BaseModel):
+    """What one call asks of a backbone beyond its messages and tools. ``None`` or empty: the
+    backbone's own setting. ``tool_call="required"`` makes the reply a call of an offered tool
+    (of ``tool_name`` when set); ``json_reply`` makes it JSON (with ``tool_call="auto"`` and
+    tools offered: a call or the JSON); ``parallel_tool_calls=False`` allows one call, which the
+    reader of the reply enforces and native providers are told. ``provider_fields`` are request
+    fields passed to a provider as they came (e.g. ``presence_penalty``); a backbone without a
+    provider refuses them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    tool_call: Literal["auto", "required"] = "auto"
+    tool_name: str | None = None
+    parallel_tool_calls: bool = True
+    json_reply: JsonReply | None = None
+    provider_fields: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _named_tool_is_required(self) -> CallOptions:
+        if self.tool_name is not None and self.tool_call != "required":
+            raise ValueError("tool_name needs tool_call='required'")
+        return self
+
+    @property
+    def constraint(self) -> Constraint:
+        """The output constraint, as the request log names it."""
+        if self.tool_name is not None:
+            return "named_tool"
+        if self.tool_call == "required":
+            return "tool_call"
+        if self.json_reply is not None:
+            return "json_schema" if self.json_reply.json_schema is not None else "json_object"
+        return "none"
+
+    def requested(self) -> list[str]:
+        """The request fields (OpenAI names) a backbone must apply; ``parallel_tool_calls``
+        is not among them (the reader of the reply enforces it)."""
+        sampling = ("temperature", "top_p", "seed")
+        fields = [name for name in sampling if getattr(self, name) is not None]
+        fields += ["stop"] if self.stop else []
+        fields += ["tool_choice"] if self.tool_call != "auto" else []
+        fields += ["response_format"] if self.json_reply is not None else []
+        return fields + sorted(self.provider_fields)
+
+
+NO_OPTIONS = CallOptions()
+
+
 class Completion(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -104,6 +184,7 @@ class Backbone(ABC):
     profile: ModelProfile
     max_output_tokens: int | None = None
     cache_markers: bool = False  # marks the cacheable prefix for providers that need markers
+    call_options: CallOptions = NO_OPTIONS
 
     @abstractmethod
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
@@ -126,3 +207,20 @@ class Backbone(ABC):
         budgeted = copy.copy(self)
         budgeted.max_output_tokens = max_output_tokens
         return budgeted
+
+    def with_call_options(self, options: CallOptions) -> Backbone:
+        """This backbone applying ``options`` to its calls (a shallow copy, so any loaded model
+        is shared), or ``UnsupportedOption`` naming a field it cannot apply. Default: a backbone
+        that applies no options refuses any that is set."""
+        requested = options.requested()
+        if not requested:
+            return self
+        raise UnsupportedOption(
+            requested[0], f"the backbone {self.model} applies no per-call options"
+        )
+
+    def _with_options(self, options: CallOptions) -> Backbone:
+        """A shallow copy carrying ``options`` (for overrides that accept them)."""
+        applied = copy.copy(self)
+        applied.call_options = options
+        return applied

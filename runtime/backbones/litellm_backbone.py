@@ -15,6 +15,12 @@ which is what their automatic caching needs. Cache reads and writes come back in
 Tool modes: ``native`` sends ``tools=[...]`` and returns the provider's structured calls as
 ``native_tool_calls``; ``text`` writes the tools into the system prompt and returns the raw
 text for the runtime's parser.
+
+Per-call options (``with_call_options``) are passed to the provider: temperature, top_p, seed
+and stop over the backbone's own settings, ``tool_choice`` and ``parallel_tool_calls`` (native
+mode: a text-mode backbone cannot force a call and refuses them), ``response_format``, and any
+other field as it came. A field that litellm does not pass to the model's provider
+(``litellm.get_supported_openai_params``) is refused rather than dropped.
 """
 
 from __future__ import annotations
@@ -32,11 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.backbones.base import (
     Backbone,
+    CallOptions,
     Completion,
     PromptCount,
     ProviderError,
     ProviderErrorKind,
     ToolMode,
+    UnsupportedOption,
 )
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
 from runtime.backbones.prompt_cache import mark_cache_prefix, needs_cache_markers
@@ -118,6 +126,35 @@ class LiteLLMBackbone(Backbone):
         counted = litellm.token_counter(model=self.model, messages=converted, tools=offered)
         return PromptCount(int(counted), "estimate")
 
+    def with_call_options(self, options: CallOptions) -> Backbone:
+        """A copy passing ``options`` to the provider; ``UnsupportedOption`` for a forced call
+        in text mode or a field litellm does not pass to this provider."""
+        if options.tool_call != "auto" and self.tool_mode == "text":
+            raise UnsupportedOption(
+                "tool_choice",
+                f"the backbone {self.model} writes tools into the prompt (text tool mode) and "
+                "cannot force a call; serve it with --tool-mode native",
+            )
+        wanted = options.requested()
+        if not options.parallel_tool_calls and self.tool_mode == "native":
+            wanted.append("parallel_tool_calls")
+        supported = self._supported_params()
+        for field in wanted:
+            if field not in supported:
+                raise UnsupportedOption(
+                    field, f"litellm does not pass this field to {self.model}'s provider"
+                )
+        return self._with_options(options)
+
+    def _supported_params(self) -> frozenset[str]:
+        litellm = quiet_litellm()
+        try:
+            model, provider, *_ = litellm.get_llm_provider(self.model, api_base=self.api_base)
+        except Exception:  # litellm raises a BadRequestError subclass for unknown providers
+            return frozenset()
+        listed = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+        return frozenset(listed or ())
+
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         request = self._request(messages, tools)
         attempt = 0
@@ -156,13 +193,22 @@ class LiteLLMBackbone(Backbone):
         openai_tools = to_openai_tools(tools, self.tool_mode)
         if openai_tools:
             request["tools"] = openai_tools
+        options = self.call_options
         optional = {
             "api_base": self.api_base,
             "api_key": self.api_key,
             "max_tokens": self.max_output_tokens,
-            "temperature": self.temperature,
+            "temperature": self.temperature if options.temperature is None else options.temperature,
+            "top_p": options.top_p,
+            "seed": options.seed,
+            "stop": list(options.stop) or None,
+            "response_format": response_format(options),
         }
+        if openai_tools:
+            optional["tool_choice"] = tool_choice(options)
+            optional["parallel_tool_calls"] = False if not options.parallel_tool_calls else None
         request.update({key: value for key, value in optional.items() if value is not None})
+        request.update(options.provider_fields)
         return request
 
     async def _call(self, request: dict[str, Any]) -> Any:
@@ -196,6 +242,26 @@ class LiteLLMBackbone(Backbone):
             model=str(getattr(response, "model", None) or self.model),
             latency_s=time.perf_counter() - started,
         )
+
+
+def tool_choice(options: CallOptions) -> str | dict[str, Any] | None:
+    """OpenAI's ``tool_choice`` for ``options`` (None: the provider's default, auto)."""
+    if options.tool_name is not None:
+        return {"type": "function", "function": {"name": options.tool_name}}
+    return "required" if options.tool_call == "required" else None
+
+
+def response_format(options: CallOptions) -> dict[str, Any] | None:
+    """OpenAI's ``response_format`` for ``options`` (None: free text)."""
+    reply = options.json_reply
+    if reply is None:
+        return None
+    if reply.json_schema is None:
+        return {"type": "json_object"}
+    schema: dict[str, Any] = {"name": reply.name, "schema": reply.json_schema}
+    if reply.strict is not None:
+        schema["strict"] = reply.strict
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def _placeholder_key(model: str, api_base: str | None) -> str | None:

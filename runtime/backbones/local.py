@@ -15,6 +15,11 @@ execute, say) becomes a ``ProviderError`` naming the signal and ``mirage doctor`
 ending the run; a pipe round trip costs well under a millisecond against tens to thousands of
 milliseconds per generation (benchmarks/bench_backbones.py). Calls run in a worker thread
 (``asyncio.to_thread``) and are serialised by the worker's lock, which holds across event loops.
+
+Per-call options (``with_call_options``): temperature, top_p, seed and stop strings go to
+llama.cpp's sampler; a required or named tool call and a JSON reply become a llama.cpp grammar
+(``runtime.profiles.structured``: the family's call syntax around the tools' schemas, or the
+JSON schema), as llama.cpp's own server enforces them. Fields for a provider are refused.
 """
 
 from __future__ import annotations
@@ -28,24 +33,32 @@ from pathlib import Path
 from runtime.backbones.base import (
     LOCAL_PREFIX,
     Backbone,
+    CallOptions,
     Completion,
     PromptCount,
     ProviderError,
     ToolMode,
+    UnsupportedOption,
 )
 from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
-from runtime.backbones.llama_worker import (
+from runtime.backbones.llama_wire import (
     CHATML_END,
+    LLAMA_CPP_TOP_P,
     Generated,
     GenerateRequest,
-    LlamaWorker,
     ModelSpec,
     TokenizeRequest,
-    worker_for,
 )
+from runtime.backbones.llama_worker import LlamaWorker, worker_for
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
+from runtime.profiles.structured import (
+    JsonSegment,
+    NotForceable,
+    json_segment,
+    tool_call_segment,
+)
 
 SMOLLM2_MODEL = f"{LOCAL_PREFIX}smollm2-135m"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -107,6 +120,31 @@ def render_chatml(messages: Sequence[OpenAIMessage], *, default_system: str | No
     return "".join(parts)
 
 
+def reply_grammar(
+    profile: ModelProfile, tools: Sequence[ToolSpec], options: CallOptions
+) -> tuple[JsonSegment, ...]:
+    """The segments a reply must be one of: a call when one is required; with a JSON reply
+    asked for, the JSON, or (tools offered, the call not required) a call or the JSON."""
+    segments: list[JsonSegment] = []
+    required = options.tool_call == "required"
+    if required or (options.json_reply is not None and tools):
+        field = "tool_choice" if required else "response_format"
+        try:
+            segments.append(
+                tool_call_segment(
+                    profile.tool_prompt,
+                    tools,
+                    name=options.tool_name,
+                    parallel=options.parallel_tool_calls,
+                )
+            )
+        except NotForceable as exc:
+            raise UnsupportedOption(field, f"{exc} (model profile {profile.name})") from exc
+    if options.json_reply is not None and not required:
+        segments.append(json_segment(options.json_reply.json_schema))
+    return tuple(segments)
+
+
 class EmbeddedBackbone(Backbone):
     """SmolLM2 (or another ChatML GGUF via ``model_path``) in a llama.cpp worker process."""
 
@@ -165,12 +203,29 @@ class EmbeddedBackbone(Backbone):
         count: int = self.worker().call(TokenizeRequest(self.render_prompt(messages, tools)))
         return PromptCount(count, "provider")
 
+    def with_call_options(self, options: CallOptions) -> Backbone:
+        """Sampling settings and output constraints apply here; fields meant for a provider
+        (``options.provider_fields``) are refused: this model has none."""
+        if options.provider_fields:
+            field = sorted(options.provider_fields)[0]
+            raise UnsupportedOption(
+                field,
+                f"the embedded model {self.model} does not take this field (it applies "
+                "temperature, top_p, seed, stop, tool_choice, parallel_tool_calls and "
+                "response_format)",
+            )
+        return self._with_options(options)
+
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        options = self.call_options
         request = GenerateRequest(
             prompt=self.render_prompt(messages, tools),
             max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
-            seed=self.seed,
+            temperature=self.temperature if options.temperature is None else options.temperature,
+            seed=self.seed if options.seed is None else options.seed,
+            top_p=LLAMA_CPP_TOP_P if options.top_p is None else options.top_p,
+            stop=options.stop,
+            grammar=reply_grammar(self.profile, tools, options),
         )
         generated: Generated = await asyncio.to_thread(self.worker().call, request)
         return self._to_completion(generated)

@@ -2,8 +2,9 @@
 
 ``ScriptedBackbone`` plays a fixed list of replies in order and fails loudly on a call nobody
 scripted; ``FunctionBackbone`` computes each reply from the messages. Both record every call
-(messages and offered tools) so a test can check what the agent loop actually sent. Usage is
-taken from the reply when given, otherwise estimated with ``runtime.tokens``.
+(messages, offered tools and call options) so a test can check what the agent loop or the
+endpoint actually sent. They accept any ``CallOptions`` and apply none: the script decides the
+reply. Usage is taken from the reply when given, otherwise estimated with ``runtime.tokens``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.backbones.base import Backbone, Completion, ProviderError, ToolMode
+from runtime.backbones.base import (
+    NO_OPTIONS,
+    Backbone,
+    CallOptions,
+    Completion,
+    ProviderError,
+    ToolMode,
+)
 from runtime.messages import Message, ToolCall, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
 from runtime.tokens import estimate_usage
@@ -42,6 +50,7 @@ class RecordedCall(BaseModel):
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
+    options: CallOptions = NO_OPTIONS
 
 
 ReplyValue: TypeAlias = str | ScriptedReply | Completion
@@ -68,8 +77,13 @@ class _RecordingBackbone(Backbone):
         """Itself: a scripted reply has no budget to apply."""
         return self
 
+    def with_call_options(self, options: CallOptions) -> Backbone:
+        """A copy that records ``options`` with its calls (sharing the script and the record)."""
+        return self._with_options(options)
+
     def _record(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
-        self.calls.append(RecordedCall(messages=tuple(messages), tools=tuple(tools)))
+        call = RecordedCall(messages=tuple(messages), tools=tuple(tools), options=self.call_options)
+        self.calls.append(call)
 
     async def _resolve(
         self, reply: Reply, messages: Sequence[Message], tools: Sequence[ToolSpec]

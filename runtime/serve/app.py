@@ -4,16 +4,19 @@ Above: any OpenAI client (the ``openai`` package, litellm, an agent such as Open
 ``Router`` (``runtime.serve.routing``) that picks the backbone per request, the backbone's
 model profile and mirage's per-model tool-call parser.
 
-One request: validate the body (400 naming the field) → the app's optional ``RequestRewrite``
-(a client-specific change, noted in the request log) → OpenAI messages and tools to mirage
-messages → the router's backbone (404 for a model it does not serve) → in text tool mode the
-profile writes the tools (and its few-shot example turns) into the prompt → the backbone answers
-(provider failures become 429/5xx, context overflow a 400 ``context_length_exceeded``) → the
-profile's parser turns the reply text into OpenAI ``tool_calls`` → a JSON body, or SSE chunks
-ending ``data: [DONE]`` when ``stream`` is set. The backbone is not streamed: the whole answer
-is computed first, then written as chunks. Every call is appended to the request log (EIT,
-cached tokens, output tokens, latency, parse outcome label, tool calls; never prompt text
-unless asked for).
+One request: read the body (413 above the size limit) and validate it (400 naming the field)
+→ the app's optional ``RequestRewrite`` (a client-specific change, noted in the request log) →
+OpenAI messages and tools to mirage messages, sampling settings and output constraints to
+``CallOptions`` → the router's backbone (404 for a model it does not serve), applying the
+options or refusing one (400 naming the field) → in text tool mode the profile writes the tools
+(and its few-shot example turns) into the prompt → the backbone answers (provider failures
+become 429/5xx, context overflow a 400 ``context_length_exceeded``) → the profile's parser
+turns the reply text into OpenAI ``tool_calls`` (only the first with ``parallel_tool_calls:
+false``) → a JSON body, or SSE chunks ending ``data: [DONE]`` when ``stream`` is set. The
+backbone is not streamed: the whole answer is computed first, then written as chunks. Every
+call is appended to the request log (EIT, cached tokens, output tokens, latency, parse outcome
+label, the constraint applied, tool calls; never prompt text unless asked for). A client that
+goes away before its request is read is one warning line, not a traceback.
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ from typing import Any
 import structlog
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from runtime.backbones.base import Backbone, Completion, ProviderError
+from runtime.backbones.base import (
+    Backbone,
+    CallOptions,
+    Completion,
+    ProviderError,
+    UnsupportedOption,
+)
 from runtime.messages import Message, SystemMessage, ToolCall, ToolSpec
 from runtime.parsers import ParseResult, parse_reply
 from runtime.serve.requestlog import LoggedCall, RequestLog, RequestRecord
@@ -47,6 +56,7 @@ from runtime.serve.wire import (
     FinishReason,
     Reply,
     RequestError,
+    call_options,
     completion_body,
     error_body,
     new_call_id,
@@ -61,6 +71,9 @@ from runtime.serve.wire import (
 log = structlog.get_logger(__name__)
 
 PARSE_OUTCOME_HEADER = "x-mirage-parse-outcome"
+DEFAULT_MAX_REQUEST_BYTES = 16 << 20
+"""The largest request body read (16 MiB: a long context with a few images); larger is 413."""
+CLIENT_CLOSED_STATUS = 499  # nginx's "client closed request": logged, never sent
 _PROVIDER_STATUS: dict[str, tuple[int, str, str | None]] = {
     "rate_limit": (429, "rate_limit_error", "rate_limit_exceeded"),
     "context_length": (400, "invalid_request_error", "context_length_exceeded"),
@@ -109,11 +122,13 @@ class ChatEndpoint:
         *,
         adapters: bool = False,
         rewrite: RequestRewrite | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
         self.router = router
         self.request_log = request_log
         self.adapters = adapters
         self.rewrite = rewrite
+        self.max_request_bytes = max_request_bytes
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -123,6 +138,10 @@ class ChatEndpoint:
         except _Refusal as refusal:
             record.status, record.error = refusal.response.status_code, refusal.error
             response = refusal.response
+        except ClientDisconnect:
+            log.warning("serve.client_disconnected", request_id=record.request_id)
+            record.status, record.error = CLIENT_CLOSED_STATUS, "client_disconnected"
+            response = Response(status_code=CLIENT_CLOSED_STATUS)
         except Exception as exc:  # a bug or a backbone failing outside ProviderError
             log.exception("serve.failed", request_id=record.request_id)
             message = f"internal error: {type(exc).__name__}: {exc}"[:500]
@@ -133,15 +152,16 @@ class ChatEndpoint:
         return response
 
     async def _answer(self, request: Request, record: RequestRecord) -> Response:
-        chat = await _read_request(request)
+        chat = await _read_request(request, self.max_request_bytes)
         if self.rewrite is not None and (rewritten := self.rewrite(chat)) is not None:
             chat, record.rewrite = rewritten
         record.model, record.stream = chat.model, chat.stream
-        served = _served_request(chat, request)
+        served, options = _served_request(chat, request)
         record.messages, record.tools = len(served.messages), len(served.tools)
         backbone = self._choose(served)
         record.backbone = backbone.model
-        completion = await _complete(backbone, served, chat.output_budget)
+        completion = await _complete(backbone, served, chat.output_budget, options)
+        record.constraint, record.options = options.constraint, options.requested()
         parsed = parse_reply(
             completion.text,
             served.tools,
@@ -150,7 +170,13 @@ class ChatEndpoint:
             truncated=completion.truncated,
             native_calls=completion.native_tool_calls,
         )
-        reply = build_reply(chat.model, completion, parsed, reply_id=record.request_id)
+        reply = build_reply(
+            chat.model,
+            completion,
+            parsed,
+            reply_id=record.request_id,
+            parallel_tool_calls=options.parallel_tool_calls,
+        )
         _record_reply(record, completion, parsed, reply)
         if self.request_log is not None and self.request_log.with_content:
             record.request_messages = [m.model_dump(mode="json") for m in chat.messages]
@@ -177,6 +203,7 @@ class ChatEndpoint:
             backbone=record.backbone,
             eit=record.eit,
             parse_outcome=record.parse_outcome,
+            constraint=record.constraint,
             latency_s=record.latency_s,
             rewritten=record.rewrite is not None,
         )
@@ -184,9 +211,9 @@ class ChatEndpoint:
             self.request_log.write(record)
 
 
-async def _read_request(request: Request) -> ChatRequest:
+async def _read_request(request: Request, limit: int) -> ChatRequest:
     try:
-        body = json.loads(await request.body())
+        body = json.loads(await _body(request, limit))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         message = f"the request body is not valid JSON: {exc}"
         raise _Refusal(error_response(400, message, "invalid_request_error"), "bad_json") from exc
@@ -196,31 +223,61 @@ async def _read_request(request: Request) -> ChatRequest:
         raise _refused_request(exc) from exc
 
 
+async def _body(request: Request, limit: int) -> bytes:
+    """The body, refused (413) as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    received = 0
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> _Refusal:
+    message = (
+        f"the request body is larger than this server's limit of {limit:,} bytes "
+        "(mirage serve-model --max-request-mb raises it)"
+    )
+    response = error_response(413, message, "invalid_request_error", code="request_too_large")
+    return _Refusal(response, "request_too_large")
+
+
 def _refused_request(exc: RequestError) -> _Refusal:
     response = error_response(400, exc.message, "invalid_request_error", param=exc.param)
     return _Refusal(response, f"bad_request: {exc.message}")
 
 
-def _served_request(chat: ChatRequest, request: Request) -> ServedRequest:
+def _served_request(chat: ChatRequest, request: Request) -> tuple[ServedRequest, CallOptions]:
+    tools = to_tool_specs(chat)
     try:
         messages = to_messages(chat.messages)
+        options = call_options(chat, tools)
     except RequestError as exc:
         raise _refused_request(exc) from exc
     headers = {key.lower(): value for key, value in request.headers.items()}
-    return ServedRequest(
-        model=chat.model,
-        messages=tuple(messages),
-        tools=tuple(to_tool_specs(chat)),
-        headers=headers,
+    served = ServedRequest(
+        model=chat.model, messages=tuple(messages), tools=tuple(tools), headers=headers
     )
+    return served, options
 
 
-async def _complete(backbone: Backbone, served: ServedRequest, budget: int | None) -> Completion:
+async def _complete(
+    backbone: Backbone, served: ServedRequest, budget: int | None, options: CallOptions
+) -> Completion:
     prompt = prompt_messages(backbone, served.messages, served.tools)
     try:
-        return await with_output_budget(backbone, budget).complete(prompt, served.tools)
+        applied = with_output_budget(backbone, budget).with_call_options(options)
+        return await applied.complete(prompt, served.tools)
     except ProviderError as error:
         raise _provider_refusal(error, backbone) from error
+    except UnsupportedOption as error:
+        response = error_response(400, str(error), "invalid_request_error", param=error.param)
+        raise _Refusal(response, f"unsupported_option: {error}") from error
     except ValueError as error:  # a message the backbone cannot take (e.g. images, text-only)
         response = error_response(400, str(error), "invalid_request_error", param="messages")
         raise _Refusal(response, f"bad_request: {error}") from error
@@ -256,15 +313,21 @@ def _provider_refusal(error: ProviderError, backbone: Backbone) -> _Refusal:
 
 
 def build_reply(
-    model: str, completion: Completion, parsed: ParseResult, *, reply_id: str | None = None
+    model: str,
+    completion: Completion,
+    parsed: ParseResult,
+    *,
+    reply_id: str | None = None,
+    parallel_tool_calls: bool = True,
 ) -> Reply:
-    """Executable calls become ``tool_calls``. When the model attempted calls and none was
-    executable, the raw text is returned as content, so the client sees what it wrote."""
+    """Executable calls become ``tool_calls`` (only the first without ``parallel_tool_calls``).
+    When the model attempted calls and none was executable, the raw text is returned as
+    content, so the client sees what it wrote."""
     calls = tuple(
         ToolCall(id=new_call_id(), name=call.name or "", arguments=dict(call.arguments))
         for call in parsed.calls
         if call.executable
-    )
+    )[: None if parallel_tool_calls else 1]
     finish: FinishReason = "tool_calls"
     if calls:
         content = parsed.content or None
@@ -321,13 +384,21 @@ def create_app(
     adapters: bool = False,
     api_key: str | None = None,
     rewrite: RequestRewrite | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> Starlette:
     """The ASGI app. ``target`` is one backbone (served as ``name``, default its model string)
     or a ``Router``; ``adapters`` lets the parser recover pseudo-tool calls; ``api_key``
     requires ``Authorization: Bearer <api_key>``; ``rewrite`` changes requests before they are
-    served (each change noted in the request log)."""
+    served (each change noted in the request log); a body above ``max_request_bytes`` is
+    refused with 413."""
     router = as_router(target, name)
-    endpoint = ChatEndpoint(router, request_log, adapters=adapters, rewrite=rewrite)
+    endpoint = ChatEndpoint(
+        router,
+        request_log,
+        adapters=adapters,
+        rewrite=rewrite,
+        max_request_bytes=max_request_bytes,
+    )
 
     async def models(request: Request) -> Response:
         return JSONResponse(_models(router))

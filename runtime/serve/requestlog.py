@@ -2,9 +2,9 @@
 
 Each line records when, which model was asked for and which backbone answered, the effective
 input tokens (EIT), the cached part, output tokens, latency, the parse outcome label of
-mirage's per-model parser, the tool calls returned, or the error, and what the endpoint
-rewrote in the request, if anything. Prompt and reply text are
-left out unless the log was opened with ``with_content=True``.
+mirage's per-model parser, the output constraint applied and the call options passed on, the
+tool calls returned, or the error, and what the endpoint rewrote in the request, if anything.
+Prompt and reply text are left out unless the log was opened with ``with_content=True``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from runtime.backbones.base import Constraint
 from runtime.parsers import OutcomeLabel
 
 
@@ -41,6 +42,11 @@ class RequestRecord(BaseModel):
     usage_source: str | None = None
     latency_s: float = 0.0
     parse_outcome: OutcomeLabel | None = None
+    constraint: Constraint | None = None
+    """The output constraint the backbone applied: ``none``, ``tool_call`` (a call of any
+    offered tool), ``named_tool``, ``json_object`` or ``json_schema``."""
+    options: list[str] = Field(default_factory=list)
+    """The request fields passed to the backbone as call options (``temperature``, ...)."""
     finish_reason: str | None = None
     tool_calls: list[LoggedCall] = Field(default_factory=list)
     error: str | None = None

@@ -9,7 +9,22 @@ from typing import Any
 
 import uvicorn
 
-from runtime.asgi import ReadyServer
+from runtime.asgi import DEFAULT_READ_TIMEOUT_S, ReadyServer, read_timeout_protocol
+
+
+def server_config(
+    app: Any, *, host: str, port: int, read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+) -> uvicorn.Config:
+    """uvicorn's settings for the endpoint: warnings only, and a connection on which the
+    client stays silent for ``read_timeout_s`` before its request is complete is closed."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        http=read_timeout_protocol(read_timeout_s),
+    )
 
 
 class BackgroundServer:
@@ -19,13 +34,18 @@ class BackgroundServer:
         client = OpenAI(base_url=server.base_url, api_key="x")
     """
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+    ) -> None:
         self.host = host
         self._port = port
         self._ready = threading.Event()
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
-        )
+        config = server_config(app, host=host, port=port, read_timeout_s=read_timeout_s)
         self._server = ReadyServer(config, self._ready)
         self._thread = threading.Thread(target=self._serve, name="mirage-serve", daemon=True)
 
@@ -69,6 +89,8 @@ class BackgroundServer:
         self.stop()
 
 
-def serve_forever(app: Any, *, host: str, port: int) -> None:
+def serve_forever(
+    app: Any, *, host: str, port: int, read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+) -> None:
     """Serve in the foreground until interrupted."""
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+    uvicorn.Server(server_config(app, host=host, port=port, read_timeout_s=read_timeout_s)).run()

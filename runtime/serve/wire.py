@@ -1,10 +1,14 @@
 """The OpenAI chat-completions wire format: validated requests in, mirage messages out, and the
 response/chunk bodies back.
 
-Above: the endpoint (``runtime.serve.app``). Below: ``runtime.messages``. Requests are
-validated with pydantic (unknown top-level fields are accepted, as OpenAI-compatible servers
-do); a bad field becomes ``RequestError`` naming it (``messages.2.tool_call_id: Field
-required``). Incoming assistant ``tool_calls`` and ``tool`` results become mirage
+Above: the endpoint (``runtime.serve.app``). Below: ``runtime.messages`` and the backbones'
+``CallOptions``. Requests are validated with pydantic; a bad field becomes ``RequestError``
+naming it (``messages.2.tool_call_id: Field required``). Every top-level field is acted on:
+the endpoint's own (messages, tools, stream, ...), the sampling settings and output constraints
+that become ``CallOptions`` (``call_options``), the fields that cannot change a reply
+(``NO_EFFECT_FIELDS``), the ones refused with a reason (``REFUSED_FIELDS``); any other field is
+handed to the backbone as a provider field, which passes it on or refuses it. Incoming
+assistant ``tool_calls`` (arguments must be a JSON object) and ``tool`` results become mirage
 ``AssistantMessage.tool_calls`` and ``ToolResultMessage``; images must be ``data:`` URLs (the
 server never downloads).
 """
@@ -18,10 +22,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
+from runtime.backbones.base import CallOptions, JsonReply
 from runtime.messages import (
-    RAW_ARGUMENTS_KEY,
     AssistantMessage,
     ImagePart,
     Message,
@@ -119,25 +125,124 @@ class StreamOptions(_Wire):
     include_usage: bool = False
 
 
+class NamedFunction(_Wire):
+    name: str
+
+
 class NamedToolChoice(_Wire):
     type: Literal["function"]
-    function: dict[str, Any]
+    function: NamedFunction
+
+
+TOOL_CHOICES = ("none", "auto", "required")
+
+
+class TextFormat(_Wire):
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Wire):
+    type: Literal["json_object"]
+
+
+class JsonSchemaSpec(_Wire):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str | None = None
+    json_schema: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise PydanticCustomError(
+                "json_schema", "not a valid JSON schema: {problem}", {"problem": exc.message}
+            ) from None
+        return schema
+
+
+class JsonSchemaFormat(_Wire):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+ResponseFormat = Annotated[
+    TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")
+]
+
+MAX_STOP_SEQUENCES = 4
+
+NO_EFFECT_FIELDS: dict[str, str] = {
+    "user": "an end-user id for the provider's abuse monitoring",
+    "metadata": "tags for stored completions",
+    "service_tier": "the provider's latency tier",
+    "prompt_cache_key": "a provider cache hint (the embedded model caches every prefix)",
+    "prompt_cache_retention": "a provider cache hint",
+    "safety_identifier": "an end-user id for the provider's abuse monitoring",
+}
+"""Accepted, and they cannot change a reply: bookkeeping for OpenAI's own platform."""
+
+REFUSED_FIELDS: dict[str, str] = {
+    "logprobs": "log probabilities are not returned by this server",
+    "top_logprobs": "log probabilities are not returned by this server",
+    "functions": "the legacy field is not supported; send tools",
+    "function_call": "the legacy field is not supported; send tool_choice",
+    "audio": "audio output is not supported",
+    "prediction": "predicted outputs are not supported",
+    "web_search_options": "web search is not supported",
+    "store": "this server stores no completions",
+    "modalities": "only text output is supported",
+}
+"""Refused (HTTP 400) with these reasons when set to anything but an empty value (false, null,
+``["text"]`` for ``modalities``)."""
 
 
 class ChatRequest(_Wire):
-    """The fields of a chat-completions request the endpoint acts on. Sampling fields
-    (temperature, top_p, stop, seed, ...) are accepted and ignored: the backbone's own
-    settings apply."""
+    """A chat-completions request. The declared fields are the endpoint's own and those that
+    become ``CallOptions``; ``provider_fields`` are the rest, for the backbone."""
 
     model: str = Field(min_length=1)
     messages: list[MessageParam] = Field(min_length=1)
     tools: list[ToolDefinition] | None = None
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = Field(default=None, strict=True)
+    response_format: ResponseFormat | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     n: Literal[1] = 1
+    temperature: float | None = Field(default=None, ge=0, le=2, strict=True)
+    top_p: float | None = Field(default=None, ge=0, le=1, strict=True)
+    seed: int | None = Field(default=None, strict=True)
+    stop: str | list[str] | None = Field(default=None, max_length=MAX_STOP_SEQUENCES)
+
+    @field_validator("tool_choice", mode="before")
+    @classmethod
+    def _readable_tool_choice(cls, value: Any) -> Any:
+        if value is None or value in TOOL_CHOICES or isinstance(value, dict):
+            return value
+        allowed = '"none", "auto", "required" or {"type": "function", "function": {"name": NAME}}'
+        message = f"must be {allowed}; got {json.dumps(value)[:100]}"
+        raise PydanticCustomError("tool_choice", "{message}", {"message": message})
+
+    @field_validator("stop")
+    @classmethod
+    def _non_empty_stops(cls, value: str | list[str] | None) -> str | list[str] | None:
+        stops = [value] if isinstance(value, str) else value or []
+        if any(not stop for stop in stops):
+            raise PydanticCustomError("stop", "a stop sequence must not be empty")
+        return value
+
+    @property
+    def provider_fields(self) -> dict[str, Any]:
+        """Fields the endpoint does not act on, refuse or know to be without effect (a refused
+        field left at its empty value, ``store: false`` say, is without effect too)."""
+        extra = self.model_extra or {}
+        handled = NO_EFFECT_FIELDS.keys() | REFUSED_FIELDS.keys()  # refused ones are unset here
+        return {key: value for key, value in extra.items() if key not in handled}
 
     @property
     def output_budget(self) -> int | None:
@@ -152,6 +257,9 @@ class ChatRequest(_Wire):
 def parse_request(body: Any) -> ChatRequest:
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
+    for field, reason in REFUSED_FIELDS.items():
+        if _is_set(field, body.get(field)):
+            raise RequestError(f"{field}: {reason}", param=field)
     try:
         return ChatRequest.model_validate(body)
     except ValidationError as exc:
@@ -160,17 +268,37 @@ def parse_request(body: Any) -> ChatRequest:
         raise RequestError(f"{where}: {message}", param=where) from None
 
 
-_UNION_TAGS = frozenset({"system", "developer", "user", "assistant", "tool", "text", "image_url"})
+def _is_set(field: str, value: Any) -> bool:
+    if field == "modalities":
+        return value not in (None, ["text"])
+    return value not in (None, False, [], {})
+
+
+_UNION_TAGS = frozenset(
+    {
+        "system",
+        "developer",
+        "user",
+        "assistant",
+        "tool",
+        "text",
+        "image_url",
+        "json_object",
+        "json_schema",
+    }
+)
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
     """``messages.2.content`` from pydantic's location, without the union member labels it
-    adds (``'str'``, ``'list[...]'``, and the tag chosen after a list index)."""
+    adds (``'str'``, ``'list[...]'``, a model's class name, and the tag chosen after a list
+    index or for ``response_format``)."""
     parts: list[str] = []
     previous: int | str | None = None
     for part in loc:
+        tagged = isinstance(previous, int) or previous == "response_format"
         union_label = isinstance(part, str) and (
-            "[" in part or part == "str" or (isinstance(previous, int) and part in _UNION_TAGS)
+            "[" in part or part == "str" or part[:1].isupper() or (tagged and part in _UNION_TAGS)
         )
         if not union_label:
             parts.append(str(part))
@@ -192,6 +320,43 @@ def to_tool_specs(request: ChatRequest) -> list[ToolSpec]:
     ]
 
 
+def call_options(request: ChatRequest, tools: Sequence[ToolSpec]) -> CallOptions:
+    """What the request asks of the backbone beyond messages and tools; ``RequestError`` for a
+    tool choice that names no offered tool, or requires a call with none offered."""
+    choice = request.tool_choice
+    name = choice.function.name if isinstance(choice, NamedToolChoice) else None
+    required = choice == "required" or name is not None
+    if required and not tools:
+        message = "tool_choice: a tool call is required but no tools are offered"
+        raise RequestError(message, "tool_choice")
+    offered = [tool.name for tool in tools]
+    if name is not None and name not in offered:
+        where = "tool_choice.function.name"
+        listed = ", ".join(offered)
+        raise RequestError(f"{where}: no offered tool is named {name!r} (offered: {listed})", where)
+    stop = [request.stop] if isinstance(request.stop, str) else request.stop or []
+    return CallOptions(
+        temperature=request.temperature,
+        top_p=request.top_p,
+        seed=request.seed,
+        stop=tuple(stop),
+        tool_call="required" if required else "auto",
+        tool_name=name,
+        parallel_tool_calls=request.parallel_tool_calls is not False,
+        json_reply=_json_reply(request.response_format),
+        provider_fields=request.provider_fields,
+    )
+
+
+def _json_reply(response_format: BaseModel | None) -> JsonReply | None:
+    if isinstance(response_format, JsonObjectFormat):
+        return JsonReply()
+    if isinstance(response_format, JsonSchemaFormat):
+        spec = response_format.json_schema
+        return JsonReply(json_schema=spec.json_schema, name=spec.name, strict=spec.strict)
+    return None
+
+
 def to_messages(params: Sequence[MessageParam]) -> list[Message]:
     """OpenAI chat messages as mirage messages. A ``tool`` result takes its tool name from the
     assistant call it answers (empty when no earlier call has its id)."""
@@ -203,7 +368,10 @@ def to_messages(params: Sequence[MessageParam]) -> list[Message]:
         elif isinstance(param, UserParam):
             messages.append(_user_message(param, f"messages.{index}"))
         elif isinstance(param, AssistantParam):
-            calls = tuple(_tool_call(call) for call in param.tool_calls or ())
+            calls = tuple(
+                _tool_call(call, f"messages.{index}.tool_calls.{number}.function.arguments")
+                for number, call in enumerate(param.tool_calls or ())
+            )
             call_names.update({call.id: call.name for call in calls})
             messages.append(AssistantMessage(content=_text(param.content), tool_calls=calls))
         else:
@@ -251,14 +419,16 @@ def _image(url: str, where: str) -> ImagePart:
     return ImagePart(data_b64=data, media_type=media_type)
 
 
-def _tool_call(call: WireToolCall) -> ToolCall:
+def _tool_call(call: WireToolCall, where: str) -> ToolCall:
     arguments = call.function.arguments
     if isinstance(arguments, str):
         try:
             decoded = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            decoded = None
-        arguments = decoded if isinstance(decoded, dict) else {RAW_ARGUMENTS_KEY: arguments}
+        except json.JSONDecodeError as exc:
+            raise RequestError(f"{where}: not valid JSON ({exc.msg})", where) from None
+        if not isinstance(decoded, dict):
+            raise RequestError(f"{where}: must be a JSON object", where)
+        arguments = decoded
     return ToolCall(id=call.id, name=call.function.name, arguments=arguments)
 
 

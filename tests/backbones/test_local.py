@@ -222,7 +222,8 @@ def test_the_model_loads_without_llama_cpps_extra_buffer_types(
 
 @pytest.mark.slow
 def test_the_extra_buffer_type_switch_reaches_llama_cpp() -> None:
-    from runtime.backbones.llama_worker import LlamaWorker, ModelSpec
+    from runtime.backbones.llama_wire import ModelSpec
+    from runtime.backbones.llama_worker import LlamaWorker
     from runtime.backbones.local import smollm2_gguf_path
 
     worker = LlamaWorker(ModelSpec(str(smollm2_gguf_path()), 256, 1, extra_buffer_types=True))

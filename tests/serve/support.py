@@ -23,6 +23,16 @@ RECALL_TOOL: dict[str, Any] = {
         },
     },
 }
+
+
+def function_tool(name: str, fields: dict[str, str]) -> dict[str, Any]:
+    """An OpenAI function tool whose arguments are ``fields`` (name → JSON type), all required."""
+    properties = {key: {"type": kind} for key, kind in fields.items()}
+    parameters = {"type": "object", "properties": properties, "required": list(fields)}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+WEATHER_TOOL = function_tool("get_weather", {"city": "string"})
 HERMES_CALL = (
     'Let me look.\n<tool_call>\n{"name": "artifact_recall", "arguments": {"query": "rent"}}'
     "\n</tool_call>"

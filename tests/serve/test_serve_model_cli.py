@@ -1,5 +1,6 @@
-"""``mirage serve-model`` as users start it: a real process, the embedded SmolLM2 (slow), and
-the argument errors (fast)."""
+"""``mirage serve-model`` as users start it: a real process, the embedded SmolLM2 (slow), the
+argument errors, the loopback rule and a client that hangs up (fast: a litellm backbone that
+is never called starts in seconds)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,30 +32,83 @@ def test_unknown_local_model_is_a_clear_error() -> None:
     assert "unknown local model 'local/nope'" in result.output
 
 
+UNCALLED = ["--model", "openai/never-called", "--api-base", "http://127.0.0.1:9/v1"]
+SERVE_MODEL = [sys.executable, "-m", "mirage", "serve-model"]
+
+
 @contextlib.contextmanager
-def serve_model_process(log_path: Path) -> Iterator[str]:
+def serve_model_process(log_path: Path, *args: str) -> Iterator[str]:
+    with serve_model_with_stderr(log_path, *args) as (base_url, _):
+        yield base_url
+
+
+@contextlib.contextmanager
+def serve_model_with_stderr(log_path: Path, *args: str) -> Iterator[tuple[str, list[str]]]:
+    """A real ``mirage serve-model`` process; yields its base URL and, once it has stopped,
+    the lines it wrote on stderr."""
     port = unused_port()
-    argv = [sys.executable, "-m", "mirage", "serve-model", "--port", str(port)]
     process = subprocess.Popen(
-        [*argv, "--log", str(log_path)],
+        [*SERVE_MODEL, "--port", str(port), "--log", str(log_path), *args],
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
+    stderr: list[str] = []
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise AssertionError(f"serve-model exited: {process.stderr.read()}")
+                raise AssertionError(f"serve-model exited: {process.stderr.read()}")  # type: ignore[union-attr]
             with contextlib.suppress(httpx.TransportError):
                 if httpx.get(f"{base}/health").status_code == 200:
                     break
             time.sleep(0.5)
-        yield f"{base}/v1"
+        yield f"{base}/v1", stderr
     finally:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(30)
+        _, err = process.communicate(timeout=30)
+        stderr += err.splitlines()
+
+
+def test_a_non_loopback_bind_without_an_api_key_is_refused() -> None:
+    argv = [*SERVE_MODEL, "--host", "0.0.0.0", "--port", str(unused_port()), *UNCALLED]
+    finished = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 2
+    lines = finished.stderr.strip().splitlines()
+    assert len(lines) == 1, finished.stderr
+    assert "refusing to serve on 0.0.0.0 without a bearer token: pass --api-key" in lines[0]
+
+
+def test_a_non_loopback_bind_with_an_api_key_serves(tmp_path: Path) -> None:
+    args = ("--host", "0.0.0.0", "--api-key", "s3cret", *UNCALLED)
+    with serve_model_process(tmp_path / "requests.jsonl", *args) as base_url:
+        refused = httpx.get(f"{base_url}/models", timeout=10)
+        allowed = httpx.get(
+            f"{base_url}/models", headers={"authorization": "Bearer s3cret"}, timeout=10
+        )
+    assert (refused.status_code, allowed.status_code) == (401, 200)
+
+
+def test_a_client_hanging_up_mid_request_is_one_log_line(tmp_path: Path) -> None:
+    log_path = tmp_path / "requests.jsonl"
+    with serve_model_with_stderr(log_path, *UNCALLED) as (base_url, stderr):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            head = (
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+            )
+            client.sendall(head.encode() + b'{"model": "x", ')
+            time.sleep(0.5)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not read_request_log(log_path):
+            time.sleep(0.2)
+    [record] = read_request_log(log_path)
+    assert (record.status, record.error) == (499, "client_disconnected")
+    mentions = [line for line in stderr if "disconnect" in line.lower()]
+    assert len(mentions) == 1 and "serve.client_disconnected" in mentions[0], stderr
+    assert not any("Traceback" in line for line in stderr), stderr
 
 
 @pytest.mark.slow
