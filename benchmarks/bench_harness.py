@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_results
 from bench_runtime import build_session
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import TrunkConfig, write_checkpoint
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.mirage.checkpoints import TrunkConfig, write_checkpoint
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ResultsLog
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, Completion
 from runtime.mcp_client import MCPServerConfig, MCPToolset

@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from _common import write_results
 
-from harness.agents.openclaw.agent import OpenClawAgent
-from harness.agents.openclaw.config import ANSWER_MODEL
-from harness.agents.openclaw.gateway import free_port
-from harness.agents.openclaw.harness import OpenClawHarness
-from harness.agents.openclaw.run import require_install
+from harness.kit.agents.openclaw.agent import OpenClawAgent
+from harness.kit.agents.openclaw.config import ANSWER_MODEL
+from harness.kit.agents.openclaw.gateway import free_port
+from harness.kit.agents.openclaw.harness import OpenClawHarness
+from harness.mirage.openclaw.run import require_install
 from runtime.backbones import Backbone, FunctionBackbone, make_backbone
 
 WINDOW = 16_384

@@ -25,11 +25,11 @@ from _common import write_results
 from bench_harness import trunk_config
 from bench_runtime import build_session
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import write_checkpoint
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.mirage.checkpoints import write_checkpoint
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ResultsLog, read_records
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.backbones import LiteLLMBackbone
 from tests.fakes.caching_provider import CachingProvider
 

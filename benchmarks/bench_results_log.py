@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import write_results
 
-from harness.records import RecordKey, ResultsLog, build_record
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.records import RecordKey, ResultsLog, build_record
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
 REPLY = "ANSWERABLE=YES\nSOURCE=chart_1.png\nANSWER=about 42\n" + "reasoning " * 60

@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.harness.paper_tables
 
-from harness.aggregate import aggregate  # noqa: E402
-from harness.protocol import PROFILE_NAMES  # noqa: E402
-from harness.records import RecordKey, ResultsLog, build_record, read_records  # noqa: E402
-from harness.report import write_report  # noqa: E402
-from harness.scoring import SourceResolver, get_profile, score_reply  # noqa: E402
+from harness.mirage.aggregate import aggregate  # noqa: E402
+from harness.mirage.protocol import PROFILE_NAMES  # noqa: E402
+from harness.mirage.records import RecordKey, ResultsLog, build_record, read_records  # noqa: E402
+from harness.mirage.report import write_report  # noqa: E402
+from harness.mirage.scoring import SourceResolver, get_profile, score_reply  # noqa: E402
 from memory_server.workspace import Workspace  # noqa: E402
 from tests.harness.paper_tables import ARTIFACTS, MODELS, Probe, build_probes  # noqa: E402
 

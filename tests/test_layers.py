@@ -91,7 +91,7 @@ def test_every_package_is_checked() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("import harness.run\n", "runtime/x.py:1 imports harness.run"),
+        ("import harness.mirage.run\n", "runtime/x.py:1 imports harness.mirage.run"),
         (
             "def f():\n    from memory_server import server\n",
             "runtime/x.py:2 imports memory_server",

@@ -84,7 +84,7 @@ def agent_tool_use(log: Path) -> dict[str, int]:
 
 
 def compare(results: Path, log: Path) -> str:
-    from harness.records import read_records
+    from harness.mirage.records import read_records
 
     used = agent_tool_use(log)
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])

@@ -1,7 +1,7 @@
 """An agent we did not write as a CUE memory system, through the existing agent adapters.
 
 Above: ``CueSystem`` (systems.py) for a condition whose system has ``kind: agent``. Below: the
-adapters of ``harness.agents`` (``openai:URL`` — an OpenAI-compatible endpoint; ``cmd:PATH`` —
+adapters of ``harness.kit.agents`` (``openai:URL`` — an OpenAI-compatible endpoint; ``cmd:PATH`` —
 one JSON request on stdin, one reply on stdout; docs/own_agent.md) and the memory server.
 
 The adapters restore a checkpoint for each probe. A CUE question has no conversation to restore,
@@ -19,14 +19,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
-from harness.attribution import log_size, read_calls_from
-from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
 from harness.cue.answer import question_block
 from harness.cue.config import AgentSpec
 from harness.cue.records import CueUsage
 from harness.cue.schema import Question
 from harness.cue.systems import ProfileRun, Response, ranked_rounds
+from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
+from harness.kit.attribution import log_size, read_calls_from
+from harness.mirage.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
 from runtime.session import AgentConfig, Session
 from runtime.tokens import count_tokens
 
@@ -71,9 +71,9 @@ def profile_checkpoint(directory: Path, profile: ProfileRun) -> Checkpoint:
 
 
 def make_adapter(spec: AgentSpec, memory_url: MemoryURL) -> AgentUnderTest:
-    from harness.agents.command import CommandAgent, parse_command
-    from harness.agents.openai_endpoint import OpenAIEndpointAgent
-    from harness.run import agent_spec
+    from harness.kit.agents.command import CommandAgent, parse_command
+    from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
+    from harness.mirage.run import agent_spec
 
     kind, target = agent_spec(spec.agent)
     if kind == "openai":

@@ -1,5 +1,5 @@
 """PNG figures of a CUE report (matplotlib Agg, through the report figure helpers of
-``harness.report.figures``): accuracy by task × setting, Memory Avg with EI-Gap, retrieval
+``harness.mirage.report.figures``): accuracy by task × setting, Memory Avg with EI-Gap, retrieval
 Recall@k, and the contrasts with their bootstrap intervals."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.cue.metrics import RETRIEVAL_CUTOFFS, ConditionMetrics
 from harness.cue.schema import TASK_LABELS, Setting, Task
 from harness.cue.stats import ContrastResult
-from harness.report.figures import _figure, _save
+from harness.mirage.report.figures import _figure, _save
 
 SETTING_COLOURS = {Setting.explicit: "#4c78a8", Setting.implicit: "#f58518"}
 

@@ -57,8 +57,8 @@ from harness.cue.schema import (
     Task,
     profile_file,
 )
-from harness.packs.build.render import write_text
-from harness.packs.schema import PackFormatError, format_validation_error
+from harness.mirage.packs.build.render import write_text
+from harness.mirage.packs.schema import PackFormatError, format_validation_error
 
 QA_KEY = "human-annotated QAs"
 POINT_TASKS = (

@@ -1,7 +1,7 @@
 """One answered CUE question: the line ``results.jsonl`` holds per (condition, question, repeat).
 
 Above: the runner appends records; metrics, statistics and the report read them. Below: the
-append-only, keyed, resumable log of ``harness.records`` (``ResultsLog``), which CUE shares with
+append-only, keyed, resumable log of ``harness.mirage.records`` (``ResultsLog``), which CUE shares with
 ``mirage run``: a killed run resumes without losing or duplicating a record.
 """
 

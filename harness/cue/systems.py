@@ -4,7 +4,7 @@ the memory the answerer sees (and, for retrieval systems, a ranking of rounds).
 Above: the runner, which opens one system per condition and one profile at a time. Below:
 MiniLM embeddings and chroma (``memory_server.embedding``), mirage's memory server (workspace,
 hybrid index, MCP over streamable HTTP, its call log), and the agent adapters
-(``harness.agents``) for an agent we did not write.
+(``harness.kit.agents``) for an agent we did not write.
 
 - ``full_context``: every round, oldest first, cut from the oldest end until the prompt fits the
   answerer's window (counted with the model's own tokenizer when it has one, otherwise cl100k
@@ -313,7 +313,7 @@ async def memory_server(
     directory: Path, units: Sequence[MemoryUnit], shared_cache: Path
 ) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
     """The memory server over a workspace of ``units``: (endpoint, artifact -> round, call log)."""
-    from harness.run import memory_endpoint
+    from harness.mirage.run import memory_endpoint
     from memory_server.index import HybridIndex, IndexConfig
     from memory_server.workspace import Workspace
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.agents.openclaw.config import (
+from harness.kit.agents.openclaw.config import (
     ANSWER_MODEL,
     HOUSEKEEPING_MODEL,
     TRUNK_MODEL,
@@ -21,7 +21,7 @@ from harness.agents.openclaw.config import (
     rejection_message,
     scaled_budget,
 )
-from harness.run import RunConfig
+from harness.mirage.run import RunConfig
 
 
 def settings(window: int = 16_384) -> GatewaySettings:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.openclaw.config import (
+from harness.kit.agents.openclaw.config import (
     GatewaySettings,
     OpenClawConfigError,
     generate_config,
@@ -16,14 +16,14 @@ from harness.agents.openclaw.config import (
     validate_config,
     write_config,
 )
-from harness.agents.openclaw.gateway import (
+from harness.kit.agents.openclaw.gateway import (
     GatewayError,
     GatewayPaths,
     GatewayProcess,
     free_port,
     gateway_env,
 )
-from harness.agents.openclaw.install import OpenClawInstall
+from harness.kit.agents.openclaw.install import OpenClawInstall
 
 FAKE = Path(__file__).parents[1] / "fakes" / "openclaw_gateway.py"
 TOKEN = "t" * 32

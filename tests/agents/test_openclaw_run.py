@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
-from harness.records import read_records
-from harness.run import MirageRun, RunConfig
+from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
+from harness.mirage.records import read_records
+from harness.mirage.run import MirageRun, RunConfig
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, SystemMessage, ToolResultMessage, UserMessage
 

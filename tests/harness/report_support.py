@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.packs import load_pack
-from harness.records import RecordKey, ResultsLog, build_record
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.packs import load_pack
+from harness.mirage.records import RecordKey, ResultsLog, build_record
+from harness.mirage.scoring import Gold, KnownIdResolver
 from memory_server.calllog import CallLog, CallRecord, now_iso
 
 PACK = load_pack("mirage-core")

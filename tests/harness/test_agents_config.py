@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.run import RunConfig, memory_binding
+from harness.mirage.run import RunConfig, memory_binding
 
 
 def test_agent_specs(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
-from harness.attribution import ATTRIBUTION_FILE, AttributionError, AttributionSummary
-from harness.records import read_records
-from harness.run import MirageRun, RunConfig
+from harness.kit.attribution import ATTRIBUTION_FILE, AttributionError, AttributionSummary
+from harness.mirage.records import read_records
+from harness.mirage.run import MirageRun, RunConfig
 from memory_server.calllog import read_calls
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message

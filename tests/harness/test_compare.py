@@ -9,14 +9,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.records import RecordKey, ResultsLog, build_record, read_records
-from harness.report.compare import (
+from harness.mirage.records import RecordKey, ResultsLog, build_record, read_records
+from harness.mirage.report.compare import (
     ComparisonInputError,
     NotComparableError,
     result_dirs,
     write_comparison,
 )
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register
 from mirage.wiring import artifact_recall_tool
 from runtime.backbones.scripted import FunctionBackbone

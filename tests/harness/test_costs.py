@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.costs import TokenTally, cost_of, model_usage
-from harness.records import ProbeUsage, RecordKey, ResultsLog, build_record
-from harness.report import write_report
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.costs import TokenTally, cost_of, model_usage
+from harness.mirage.records import ProbeUsage, RecordKey, ResultsLog, build_record
+from harness.mirage.report import write_report
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 HAIKU = "anthropic/claude-haiku-4-5"  # $1 / $5 per M tokens; reads $0.10, writes $1.25
 

@@ -10,10 +10,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agents import BuiltinAgent
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ResultsLog, read_records
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from memory_server.calllog import read_calls
 from memory_server.http import HttpServerThread, untagged
 from memory_server.server import TAG_HEADER, build_server

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import write_checkpoint
-from harness.probes import ProbeTask, plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.mirage.checkpoints import write_checkpoint
+from harness.mirage.probes import ProbeTask, plan_probes, run_probes
+from harness.mirage.records import ResultsLog, read_records
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.backbones import LiteLLMBackbone
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session

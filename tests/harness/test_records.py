@@ -14,7 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
-from harness.records import (
+from harness.mirage.records import (
     SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
@@ -28,7 +28,7 @@ from harness.records import (
     retrieval_path,
     rewrite_records,
 )
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
@@ -180,8 +180,8 @@ def test_rewrite_is_refused_while_a_run_writes(tmp_path: Path) -> None:
 WRITER = textwrap.dedent(
     """
     import sys
-    from harness.records import RecordKey, ResultsLog, build_record
-    from harness.scoring import Gold
+    from harness.mirage.records import RecordKey, ResultsLog, build_record
+    from harness.mirage.scoring import Gold
     gold = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
     with ResultsLog(sys.argv[1]) as results:
         for i in range(100000):

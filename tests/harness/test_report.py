@@ -10,9 +10,9 @@ import typer
 from PIL import Image
 from typer.testing import CliRunner
 
-from harness.records import RecordKey, ResultsLog, build_record, read_records
-from harness.report import write_report
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.records import RecordKey, ResultsLog, build_record, read_records
+from harness.mirage.report import write_report
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register
 
 RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
@@ -165,7 +165,7 @@ def test_cli_rescore_needs_the_run_workspace(tmp_path: Path) -> None:
 def test_cli_rescore_finds_the_workspace_of_a_mirage_run_layout(tmp_path: Path) -> None:
     """``mirage run --out OUT`` puts the workspace at OUT/workspace and results in OUT/<model>:
     rescoring OUT/<model> canonicalises with OUT/workspace (through the workspace link)."""
-    from harness.rundir import write_workspace_link
+    from harness.kit.rundir import write_workspace_link
 
     model_dir = tmp_path / "out" / "local_smollm2-135m"
     model_dir.mkdir(parents=True)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.records import read_records
-from harness.report import write_report
-from harness.report.compare import result_dirs, write_comparison
+from harness.mirage.records import read_records
+from harness.mirage.report import write_report
+from harness.mirage.report.compare import result_dirs, write_comparison
 from tests.harness.report_support import UNANSWERABLE_REPLIES, write_result_folder
 
 pytestmark = pytest.mark.slow
@@ -102,7 +102,7 @@ async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) ->
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from harness.run import MirageRun, RunConfig
+    from harness.mirage.run import MirageRun, RunConfig
     from runtime.backbones.scripted import FunctionBackbone
     from tests.harness.test_run_e2e import oracle, summary
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.checkpoints import FAMILY_FILE, MANIFEST
-from harness.records import read_records
+from harness.mirage.checkpoints import FAMILY_FILE, MANIFEST
+from harness.mirage.records import read_records
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 from tests.harness.run_driver import LIMIT

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.packs import load_pack
-from harness.protocol import ProfileName, probe_template
-from harness.records import read_records
-from harness.run import MirageRun, ResumeError, RunConfig
-from harness.rundir import find_workspace
+from harness.kit.rundir import find_workspace
+from harness.mirage.packs import load_pack
+from harness.mirage.protocol import ProfileName, probe_template
+from harness.mirage.records import read_records
+from harness.mirage.run import MirageRun, ResumeError, RunConfig
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolResultMessage, ToolSpec, UserMessage
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.protocol import PROFILE_NAMES, ProfileName
-from harness.records import ProbeRecord
-from harness.scoring import Gold, ProbeScore, get_profile, score_reply
+from harness.mirage.protocol import PROFILE_NAMES, ProfileName
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, ProbeScore, get_profile, score_reply
 from memory_server.workspace import Workspace
 
 CHART = "chart_3f9a1c20"
@@ -709,7 +709,7 @@ def test_lenient_gives_its_documented_outcome(case: Case, workspace: Workspace) 
 
 def test_scale_expansion_that_cannot_parse_is_left_alone() -> None:
     """P7: the released code raises on "..万" (float('..')) and loses the probe."""
-    from harness.scoring.paper_values import normalise_text, value_matches
+    from harness.mirage.scoring.paper_values import normalise_text, value_matches
 
     assert normalise_text("..万") == "..万"
     assert not value_matches("..万", "2 million steps", "string")
@@ -718,7 +718,7 @@ def test_scale_expansion_that_cannot_parse_is_left_alone() -> None:
 
 def test_docs_list_every_paper_value_rule() -> None:
     """docs/metrics.md is the table of the rules: every text rule by name, every vocabulary."""
-    from harness.scoring import paper_values as rules
+    from harness.mirage.scoring import paper_values as rules
 
     doc = _metrics_doc()
     missing = [rule.name for rule in rules.TEXT_RULES if f"`{rule.name}`" not in doc]
@@ -739,7 +739,7 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     import typer
     from typer.testing import CliRunner
 
-    from harness.records import RecordKey, ResultsLog, build_record, read_records
+    from harness.mirage.records import RecordKey, ResultsLog, build_record, read_records
     from mirage.cli.report import register
 
     with ResultsLog(tmp_path / "results.jsonl") as results:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
-from harness.records import read_records
-from harness.report.compare import write_comparison
-from harness.run import MirageRun, ResumeError, RunConfig, RunInputError
+from harness.mirage.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
+from harness.mirage.records import read_records
+from harness.mirage.report.compare import write_comparison
+from harness.mirage.run import MirageRun, ResumeError, RunConfig, RunInputError
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, SystemMessage
 from runtime.snapshot import load_snapshot

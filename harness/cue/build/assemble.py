@@ -47,8 +47,8 @@ from harness.cue.schema import (
     Task,
     profile_file,
 )
-from harness.packs.build.render import write_text
-from harness.packs.schema import load_model
+from harness.mirage.packs.build.render import write_text
+from harness.mirage.packs.schema import load_model
 
 
 class _Source(BaseModel):

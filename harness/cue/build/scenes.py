@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.packs.build.render import pil_font, save_pil_png
-from harness.packs.build.ui import _wrap
+from harness.mirage.packs.build.render import pil_font, save_pil_png
+from harness.mirage.packs.build.ui import _wrap
 
 WIDTH, HEIGHT = 400, 260
 INK = (34, 34, 40)

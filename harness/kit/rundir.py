@@ -1,0 +1,85 @@
+"""Where a run's pieces live: the link from a model's result folder to the run's workspace.
+
+``mirage run --out OUT`` materialises the workspace once at ``OUT/workspace`` and writes each
+answerer's records to ``OUT/<model>/results.jsonl``; it also writes
+``OUT/<model>/workspace-link.json`` (the workspace path, relative to that folder), so
+``mirage rescore OUT/<model>`` and ``mirage report`` canonicalise SOURCE with the same workspace
+the run used, wherever the run put it. A result folder without a findable workspace is an error:
+scoring without the manifest would silently change SC.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from harness.mirage.scoring import ScoringProfile, SourceResolver
+
+WORKSPACE_LINK = "workspace-link.json"
+RUN_CONFIG = "run.json"
+
+
+class WorkspaceNotFoundError(FileNotFoundError):
+    """No workspace could be found for a result folder."""
+
+
+class WorkspaceLink(BaseModel):
+    workspace: str  # relative to the folder holding the link, or absolute
+
+
+def write_workspace_link(result_dir: Path, workspace: Path) -> Path:
+    """Record in ``result_dir`` where the run's workspace is (relative when possible)."""
+    target = Path(os.path.relpath(workspace.absolute(), result_dir.absolute()))
+    path = result_dir / WORKSPACE_LINK
+    path.write_text(WorkspaceLink(workspace=target.as_posix()).model_dump_json(indent=2) + "\n")
+    return path
+
+
+def _linked(result_dir: Path) -> Path | None:
+    path = result_dir / WORKSPACE_LINK
+    if not path.is_file():
+        return None
+    try:
+        link = WorkspaceLink.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise WorkspaceNotFoundError(f"{path} is not a workspace link: {exc}") from exc
+    return result_dir / link.workspace
+
+
+def find_workspace(result_dir: Path, explicit: Path | None = None) -> Path:
+    """The workspace whose manifest canonicalises the SOURCE answers of ``result_dir``.
+
+    Looked for in order: ``explicit`` (``--workspace``), the folder's workspace link, a
+    ``workspace/`` inside it, and ``../workspace`` beside a ``../run.json`` (the layout of
+    ``mirage run`` before links were written).
+    """
+    if explicit is not None:
+        if not explicit.is_dir():
+            raise WorkspaceNotFoundError(f"--workspace {explicit} is not a directory")
+        return explicit
+    linked = _linked(result_dir)
+    candidates = [linked] if linked is not None else []
+    candidates.append(result_dir / "workspace")
+    if (result_dir.parent / RUN_CONFIG).is_file():
+        candidates.append(result_dir.parent / "workspace")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    looked = ", ".join(str(c) for c in candidates)
+    raise WorkspaceNotFoundError(
+        f"no workspace found for {result_dir} (looked at {looked}); pass --workspace W, the "
+        "workspace the run materialised, so SOURCE answers are canonicalised as they were"
+    )
+
+
+def source_resolver_for(
+    result_dir: Path, profile: ScoringProfile, workspace: Path | None = None
+) -> SourceResolver:
+    """``profile``'s SOURCE canonicaliser over the workspace of ``result_dir``."""
+    from memory_server.workspace import Workspace
+
+    return profile.source_resolver(Workspace.open(find_workspace(result_dir, workspace)))
