@@ -34,8 +34,8 @@ from harness.cue.records import RESULTS_FILE, CueKey, CueRecord
 from harness.cue.schema import Question
 from harness.cue.systems import CueSystem, ProfileRun, Responder, Response, SystemContext
 from harness.cue.textualize import textualize
-from harness.mirage.records import ResultsLog
-from harness.mirage.run import model_slug, pack_digest
+from harness.kit.results import ResultsLog
+from harness.kit.rundir import model_slug, pack_digest
 from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:

@@ -313,7 +313,7 @@ async def memory_server(
     directory: Path, units: Sequence[MemoryUnit], shared_cache: Path
 ) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
     """The memory server over a workspace of ``units``: (endpoint, artifact -> round, call log)."""
-    from harness.mirage.run import memory_endpoint
+    from harness.kit.memory import memory_endpoint
     from memory_server.index import HybridIndex, IndexConfig
     from memory_server.workspace import Workspace
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,24 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, Field
 
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import RETRIEVAL_TOOLS, ProbeRecord, ToolCallRecord
+from harness.kit.agents.base import (
+    AgentUnderTest,
+    MemoryURL,
+    ProbeReply,
+    RestorePoint,
+    ToolCallRecord,
+)
 from memory_server.calllog import CallRecord
 
 log = structlog.get_logger(__name__)
 
 MEMORY_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get", "memory_append"})
+RETRIEVAL_TOOLS: frozenset[str] = frozenset(
+    {"artifact_recall", "artifact_get", "memory_search", "memory_get"}
+)
+"""The memory server's retrieval tools, and OpenClaw's own memory tools (the paper counts its
+memory_search / memory_get of memory paths as tool retrieval; the OpenClaw adapter records only
+reads of memory paths under these names)."""
 
 
 class AttributionError(RuntimeError):
@@ -182,7 +191,7 @@ class AttributedAgent(AgentUnderTest):
         super().bind_memory(memory_url)
         self.inner.bind_memory(memory_url)
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         self.attributor.begin(tag)
         try:
             reply = await self.inner.probe(checkpoint, message, tag=tag)
@@ -213,62 +222,3 @@ def attributed_reply(
         "agent_tool_calls": [c.model_dump() for c in reply.tool_calls],
     }
     return reply.model_copy(update={"tool_calls": server_calls(seen), "trace": trace})
-
-
-ATTRIBUTION_FILE = "attribution.json"
-
-
-class AttributionSummary(BaseModel):
-    """Per-run counts of how R_tool labels were established (``attribution.json``)."""
-
-    probes: int = 0
-    agent_errors: int = 0
-    r_tool: int = 0
-    tagged_calls: int = 0
-    window_calls: int = 0
-    agent_reported: int = Field(default=0, description="probes whose reply reported tool calls")
-    disagreements: int = Field(default=0, description="probes whose report differs from the log")
-    path_disagreements: int = Field(
-        default=0, description="probes where the report would flip R_tool/R_context"
-    )
-    disagreeing_tags: list[str] = Field(default_factory=list)
-
-
-def attribution_summary(records: Iterable[ProbeRecord]) -> AttributionSummary:
-    summary = AttributionSummary()
-    for record in records:
-        summary.probes += 1
-        summary.agent_errors += record.provider_error is not None
-        summary.r_tool += record.path == "R_tool"
-        trace = getattr(record, "trace", None) or {}
-        attribution = trace.get("attribution") if isinstance(trace, dict) else None
-        if not isinstance(attribution, dict):
-            continue
-        info = ProbeAttribution.model_validate(attribution)
-        summary.tagged_calls += info.tagged_calls
-        summary.window_calls += info.window_calls
-        summary.agent_reported += info.agent_reported
-        if info.disagreement is not None:
-            summary.disagreements += 1
-            summary.path_disagreements += info.disagreement.path_differs
-            summary.disagreeing_tags.append(info.tag)
-    return summary
-
-
-def write_attribution_summary(folder: Path) -> AttributionSummary:
-    from harness.mirage.records import read_records
-
-    summary = attribution_summary(read_records(folder))
-    (folder / ATTRIBUTION_FILE).write_text(summary.model_dump_json(indent=2) + "\n")
-    return summary
-
-
-def summary_text(summary: AttributionSummary) -> str:
-    lines = [
-        f"memory-server attribution: {summary.r_tool}/{summary.probes} probes R_tool "
-        f"({summary.tagged_calls} calls by per-probe URL, {summary.window_calls} by time window); "
-        f"{summary.agent_errors} agent errors",
-        f"agent-reported tool calls on {summary.agent_reported} probes; disagreements with the "
-        f"server log: {summary.disagreements} ({summary.path_disagreements} change the path)",
-    ]
-    return "\n".join(lines)

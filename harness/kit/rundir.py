@@ -1,4 +1,6 @@
-"""Where a run's pieces live: the link from a model's result folder to the run's workspace.
+"""Where a run's pieces live: result folders named by model (``model_slug``), the digest that
+keys a pack's checkpoints and results (``pack_digest``), and the link from a model's result
+folder to the run's workspace.
 
 ``mirage run --out OUT`` materialises the workspace once at ``OUT/workspace`` and writes each
 answerer's records to ``OUT/<model>/results.jsonl``; it also writes
@@ -10,17 +12,31 @@ scoring without the manifest would silently change SC.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-if TYPE_CHECKING:
-    from harness.mirage.scoring import ScoringProfile, SourceResolver
-
 WORKSPACE_LINK = "workspace-link.json"
 RUN_CONFIG = "run.json"
+
+
+def model_slug(model: str) -> str:
+    """A model string as a folder name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+def pack_digest(pack_root: Path) -> str:
+    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
+    root = pack_root.resolve()
+    digest = hashlib.sha256()
+    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
+    for path in sorted(p for p in inside if p.is_file()):
+        digest.update(str(path.relative_to(pack_root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 class WorkspaceNotFoundError(FileNotFoundError):
@@ -74,12 +90,3 @@ def find_workspace(result_dir: Path, explicit: Path | None = None) -> Path:
         f"no workspace found for {result_dir} (looked at {looked}); pass --workspace W, the "
         "workspace the run materialised, so SOURCE answers are canonicalised as they were"
     )
-
-
-def source_resolver_for(
-    result_dir: Path, profile: ScoringProfile, workspace: Path | None = None
-) -> SourceResolver:
-    """``profile``'s SOURCE canonicaliser over the workspace of ``result_dir``."""
-    from memory_server.workspace import Workspace
-
-    return profile.source_resolver(Workspace.open(find_workspace(result_dir, workspace)))

@@ -8,10 +8,11 @@ another answerer) with the same trunk reuses the checkpoints instead of rebuildi
 
 Summary formats branch (issue 17, the paper's appendix A.2): the built-in runtime's trunk
 configuration leaves the format out (``summary_format=None``), so every format shares one family.
-The trunk captures ``pre-compaction`` — the session after the memory flush, right before its
-first compaction — and the compaction states of a format live in ``<state>@<format>/``
+The trunk captures ``pre-compaction`` — the session after the memory flush, right before its first
+compaction — and the compaction states of a format live in ``<state>@<format>/``
 (``S2@free-form/``), each manifest naming its format. The trunk writes the first format's inline;
-any other format is branched later from ``pre-compaction`` (``harness.mirage.trunk.branch_formats``).
+any other format is branched later from ``pre-compaction``
+(``harness.mirage.trunk.branch_formats``).
 
 Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
 renamed into place, and ``family.json`` is written the same way only after every checkpoint of
@@ -38,9 +39,10 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from compaction.strategies import TEMPLATE_PREFIX
+from harness.kit.agents.restore import save_session_point
 from memory_server.store import atomic_write_bytes
 from runtime.session import Session
-from runtime.snapshot import SnapshotError, read_snapshot_bytes, save_snapshot
+from runtime.snapshot import SnapshotError, read_snapshot_bytes
 
 log = structlog.get_logger(__name__)
 
@@ -96,6 +98,9 @@ class CheckpointManifest(BaseModel):
 
 
 class Checkpoint(BaseModel):
+    """One checkpoint folder; the ``RestorePoint`` every adapter probes from
+    (``harness.kit.agents.base``)."""
+
     model_config = ConfigDict(frozen=True)
 
     directory: Path
@@ -108,6 +113,22 @@ class Checkpoint(BaseModel):
     @property
     def snapshot_path(self) -> Path:
         return self.directory / self.manifest.snapshot
+
+    @property
+    def snapshot_sha256(self) -> str:
+        return self.manifest.snapshot_sha256
+
+    @property
+    def workspace_version(self) -> str | None:
+        return self.manifest.workspace_version
+
+    @property
+    def eit(self) -> int:
+        return self.manifest.eit
+
+    @property
+    def compaction_count(self) -> int:
+        return self.manifest.compaction_count
 
 
 class CheckpointError(Exception):
@@ -148,17 +169,15 @@ def write_checkpoint(
 ) -> Checkpoint:
     """Write ``<family_dir>/<state>[@<format>]/`` (replacing what an earlier attempt left)."""
     directory = family_dir / checkpoint_dir_name(state, summary_format)
-    if directory.exists():
-        shutil.rmtree(directory)
-    snapshot = save_snapshot(session, directory)
+    point = save_session_point(directory, session, workspace_version=workspace_version)
     manifest = CheckpointManifest(
         state=state,
-        eit=session.ledger.current_eit,
-        compaction_count=session.compaction_count,
+        eit=point.eit,
+        compaction_count=point.compaction_count,
         trunk_position=trunk_position,
         trunk_turns_total=trunk_turns_total,
-        snapshot=snapshot.name,
-        snapshot_sha256=snapshot.name.removesuffix(snapshot.suffix),
+        snapshot=point.snapshot,
+        snapshot_sha256=point.snapshot_sha256,
         workspace_version=workspace_version,
         trunk=trunk,
         summary_format=summary_format,

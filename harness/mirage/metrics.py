@@ -3,7 +3,7 @@
 Above: records (which per-probe indicators a reply carries and for which gold), aggregation
 (numerators and denominators of every rate), the report's tables, figures, comparison and HTML
 page, and the metrics table of docs/metrics.md (``metrics_markdown``; a test keeps the doc in
-step). Below: nothing but the standard library.
+step). Below: the kit's number format (``harness.kit.report.tables.fmt``).
 
 Scopes: ``probe`` indicators are fields of every record (null where they do not apply);
 ``cell`` metrics are computed per state x condition from the records' indicator fields;
@@ -16,19 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.kit.report.tables import DASH, fmt
+
 Scope = Literal["probe", "cell", "cross"]
 Applies = Literal["all", "YES", "NO"]
 Unit = Literal["percent", "points", "count", "proportion"]
-
-DASH = "—"
-
-
-def fmt(value: float | int | None, digits: int = 1, signed: bool = False) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def fmt_count(value: float) -> str:
@@ -46,8 +38,8 @@ def fmt_delta_comp(value: float | None) -> str:
 
 @dataclass(frozen=True)
 class Metric:
-    """One indicator or metric. ``numerator``/``denominator`` name the per-cell counts a rate
-    is computed from (``harness.mirage.aggregate.Counts`` attributes); a rate without them is derived
+    """One indicator or metric. ``numerator``/``denominator`` name the per-cell counts a rate is
+    computed from (``harness.mirage.aggregate.Counts`` attributes); a rate without them is derived
     (OG) or not a rate (PF, n, the cross-state diagnostics)."""
 
     name: str

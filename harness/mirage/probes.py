@@ -15,15 +15,10 @@ from dataclasses import dataclass
 import structlog
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply
+from harness.kit.results import ResultsLog
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.protocol import Condition
-from harness.mirage.records import (
-    ProbeRecord,
-    RecordKey,
-    ResultsLog,
-    build_record,
-    provider_error_record,
-)
+from harness.mirage.records import ProbeRecord, RecordKey, build_record, provider_error_record
 from harness.mirage.scoring import Gold, ScoringProfile, SourceResolver
 
 log = structlog.get_logger(__name__)

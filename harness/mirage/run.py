@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -23,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.kit.rundir import RUN_CONFIG
+from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
+from harness.kit.memory import memory_endpoint
+from harness.kit.rundir import RUN_CONFIG, model_slug, pack_digest
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -34,15 +33,15 @@ from harness.mirage.checkpoints import (
     TrunkConfig,
     checkpoint_dir_name,
     family_lock,
-    format_slug,
     load_branch,
     load_family,
     mark_family_complete,
     read_checkpoint,
 )
-from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
-from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
+from runtime.backbones import LOCAL_PREFIX
 
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
@@ -52,9 +51,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-OPENCLAW_AGENT = "openclaw"
 SCRIPTED_TRUNK_WINDOW = 8192
-DEFAULT_LIMIT = 12
 
 
 class RunInputError(RuntimeError):
@@ -65,8 +62,9 @@ class RunInputError(RuntimeError):
 @contextmanager
 def bad_files_reported() -> Iterator[None]:
     """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
-    from harness.mirage.packs.schema import PackFormatError, PackPathError
-    from harness.mirage.records import ResultsLogError
+    from harness.kit.packfiles import PackFormatError
+    from harness.kit.results import ResultsLogError
+    from harness.mirage.packs.schema import PackPathError
 
     try:
         yield
@@ -76,143 +74,8 @@ def bad_files_reported() -> Iterator[None]:
         raise RunInputError(str(exc)) from exc
 
 
-class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    pack: str = "mirage-core"
-    models: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
-    trunk_model: str = DEFAULT_MODEL
-    summarizer_model: str | None = None
-    profile: str = "scaled"
-    scoring: ProfileName = Field(
-        default=DEFAULT_PROFILE,
-        description="Probe wording and scoring rules: paper (the released scorer) or lenient",
-    )
-    conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
-    repeats: int = Field(default=1, ge=1)
-    limit: int | None = Field(
-        default=DEFAULT_LIMIT,
-        ge=2,
-        description="Questions to use, as whole answerable/unanswerable pairs spread over the "
-        "evidence objects; None uses every question.",
-    )
-    summary_formats: list[str] = Field(
-        default_factory=lambda: ["verbatim"],
-        min_length=1,
-        description="Compaction summary formats; the first is the trunk's own (its S2 is S2), "
-        "each other one adds the states S2@<format>, branched from the same pre-compaction state",
-    )
-    memory_flush: bool = True
-    seed: int = 0
-    out: Path = Path("mirage-runs/default")
-    concurrency: int = Field(default=1, ge=1)
-    trunk_max_output_tokens: int | None = Field(
-        default=None, ge=8, description="Trunk reply budget; default 96 local, 512 otherwise."
-    )
-    probe_max_output_tokens: int | None = Field(
-        default=None,
-        ge=8,
-        description="Probe reply budget; default 64 for local models, 2048 otherwise (room for "
-        "reasoning models).",
-    )
-    adapters: bool = False
-    api_base: str | None = None
-    window: int | None = Field(
-        default=None,
-        ge=1024,
-        description="Trunk window; default the trunk model's own (8192 for a scripted trunk).",
-    )
-    agent: str | None = Field(
-        default=None,
-        description="An agent we did not write instead of --model: openai:URL or cmd:COMMAND",
-    )
-    agent_model: str | None = Field(default=None, description="model name sent to openai: agents")
-    agent_api_key: str | None = Field(default=None, exclude=True)
-    agent_timeout_s: float = Field(default=120.0, gt=0)
-    memory_url: str | None = Field(
-        default=None,
-        description="Where the memory server listens for the agent (http://HOST:PORT/mcp); "
-        "default a free loopback port (agents then need the per-probe URL)",
-    )
-    memory_token: str | None = Field(default=None, exclude=True)
-    openclaw_config: Path | None = Field(
-        default=None,
-        description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
-        "the generated config",
-    )
-
-    @field_validator("summary_formats", mode="before")
-    @classmethod
-    def _comma_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-    @field_validator("summary_formats")
-    @classmethod
-    def _summary_formats_known(cls, value: list[str]) -> list[str]:
-        from compaction.config import check_format
-
-        slugs = [format_slug(check_format(name)) for name in value]  # a bad template fails now
-        repeated = sorted({slug for slug in slugs if slugs.count(slug) > 1})
-        if repeated:
-            raise ValueError(f"--summary-format names {', '.join(repeated)} more than once")
-        return value
-
-    @property
-    def primary_format(self) -> str:
-        return self.summary_formats[0]
-
-    @model_validator(mode="after")
-    def _agent_options(self) -> RunConfig:
-        if self.agent is not None:
-            agent_spec(self.agent)
-        elif self.memory_url or self.agent_model:
-            raise ValueError("--memory-url and --agent-model apply only with --agent")
-        if self.agent == OPENCLAW_AGENT:
-            self._openclaw_options()
-        elif self.openclaw_config is not None:
-            raise ValueError("--openclaw-config applies only with --agent openclaw")
-        if self.memory_url is not None:
-            memory_binding(self.memory_url, self.memory_token)
-        return self
-
-    def _openclaw_options(self) -> None:
-        from harness.kit.agents.openclaw.config import load_user_config
-
-        if self.concurrency != 1:
-            raise ValueError("--agent openclaw runs one probe at a time: use --concurrency 1")
-        if self.summary_formats != ["verbatim"]:
-            raise ValueError(
-                "--summary-format applies to mirage's own compaction; OpenClaw compacts with its "
-                "own format"
-            )
-        if self.openclaw_config is not None:
-            load_user_config(self.openclaw_config)  # a bad file fails now, before any work
-
-    @property
-    def trunk_output_tokens(self) -> int:
-        local = (
-            self.trunk_model.startswith(LOCAL_PREFIX) or self.trunk_model == SCRIPTED_TRUNK_MODEL
-        )
-        return self.trunk_max_output_tokens or (96 if local else 512)
-
-    def probe_output_tokens(self, model: str) -> int:
-        return self.probe_max_output_tokens or (64 if model.startswith(LOCAL_PREFIX) else 2048)
-
-    @property
-    def summarizer(self) -> str:
-        if self.summarizer_model:
-            return self.summarizer_model
-        return DEFAULT_MODEL if self.trunk_model == SCRIPTED_TRUNK_MODEL else self.trunk_model
-
-
 class ResumeError(ValueError):
     """An existing output folder cannot be resumed with this configuration."""
-
-
-def model_slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
 
 
 def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
@@ -234,88 +97,6 @@ def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
             if queue and len(chosen) < limit:
                 chosen.extend(by_pair[queue.pop(0)])
     return chosen
-
-
-def agent_spec(value: str) -> tuple[str, str]:
-    """``openai:URL``, ``cmd:COMMAND`` or ``openclaw`` split into kind and target, validated."""
-    if value == OPENCLAW_AGENT:
-        return OPENCLAW_AGENT, ""
-    kind, _, target = value.partition(":")
-    if kind == "openai" and target.startswith(("http://", "https://")):
-        return kind, target
-    if kind == "cmd" and target.strip():
-        from harness.kit.agents.command import parse_command
-
-        parse_command(target)  # the executable must exist now, not after the trunk is built
-        return kind, target
-    raise ValueError(
-        f"--agent must be openai:http://HOST:PORT/v1, cmd:PATH or openclaw, got {value!r}"
-    )
-
-
-def memory_binding(url: str, token: str | None) -> tuple[str, int]:
-    """Host and port to serve the memory server on for ``--memory-url``."""
-    from urllib.parse import urlsplit
-
-    from memory_server.http import MCP_PATH, check_binding
-
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or parts.port is None:
-        raise ValueError(f"--memory-url must be http://HOST:PORT/mcp, got {url!r}")
-    if parts.path not in ("", "/", MCP_PATH):
-        raise ValueError(f"--memory-url path must be {MCP_PATH} (the server's endpoint): {url!r}")
-    check_binding(parts.hostname, token, token_option="--memory-token")
-    return parts.hostname, parts.port
-
-
-def pack_digest(pack_root: Path) -> str:
-    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
-    root = pack_root.resolve()
-    digest = hashlib.sha256()
-    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
-    for path in sorted(p for p in inside if p.is_file()):
-        digest.update(str(path.relative_to(pack_root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-class MemoryEndpoint:
-    """The memory server for one answerer's probes: one listener for every state, re-pinned to
-    each checkpoint's workspace version between states (so an agent holding a session on a fixed
-    URL keeps it)."""
-
-    def __init__(self, http: Any, service: Any) -> None:
-        self.http = http
-        self.service = service
-
-    def pin(self, version: str | None) -> None:
-        self.service.pin(version)
-
-    def tagged_url(self, tag: str) -> str:
-        return str(self.http.tagged_url(tag))
-
-
-@contextmanager
-def memory_endpoint(
-    workspace: Path,
-    index: Any,
-    call_log: Path,
-    *,
-    url: str | None = None,
-    token: str | None = None,
-) -> Iterator[MemoryEndpoint]:
-    """The memory server over HTTP at ``url`` (default a free loopback port)."""
-    from memory_server.http import HttpServerThread
-    from memory_server.server import build_server
-    from memory_server.service import MemoryService
-    from memory_server.workspace import Workspace
-
-    host, port = memory_binding(url, token) if url else ("127.0.0.1", 0)
-    service = MemoryService(Workspace.open(workspace), index, call_log=call_log)
-    server = build_server(workspace, service=service, transport="streamable-http")
-    with HttpServerThread(server, host=host, port=port, token=token) as http:
-        log.info("memory_server_listening", url=http.url)
-        yield MemoryEndpoint(http, service)
 
 
 class MirageRun:
@@ -682,13 +463,13 @@ class MirageRun:
     def check_resumable(self) -> None:
         """Refuse to resume result folders scored under another profile (their prompts differ
         too, so the records would not be comparable) or whose S2 came from another format."""
-        from harness.mirage.records import RESULTS_FILE, read_records
+        from harness.kit.results import RESULTS_FILE, read_records
 
         formats = self.state_formats()
         for folder in self.result_dirs():
             if not (folder / RESULTS_FILE).is_file():
                 continue
-            records = read_records(folder)
+            records = read_records(folder, ProbeRecord)
             other = sorted({r.scoring for r in records} - {self.config.scoring})
             if other:
                 raise ResumeError(
@@ -767,11 +548,11 @@ class MirageRun:
 
     def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
         """How many probes of ``checkpoints`` have no record in ``model_dir`` yet."""
+        from harness.kit.results import RESULTS_FILE, read_records
         from harness.mirage.probes import plan_probes
-        from harness.mirage.records import RESULTS_FILE, read_records
 
         results = model_dir / RESULTS_FILE
-        done = {r.key for r in read_records(results)} if results.is_file() else set()
+        done = {r.key for r in read_records(results, ProbeRecord)} if results.is_file() else set()
         questions = self.questions()
         tasks = plan_probes(checkpoints, questions, self.config.conditions, self.config.repeats)
         return sum(task.key not in done for task in tasks)
@@ -784,15 +565,15 @@ class MirageRun:
         memory: Any,
     ) -> None:
         """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
+        from harness.kit.results import ResultsLog
         from harness.kit.rundir import write_workspace_link
         from harness.mirage.probes import plan_probes, run_probes
-        from harness.mirage.records import ResultsLog
 
         questions = self.questions()
         resolver = self.resolver()
         model_dir.mkdir(parents=True, exist_ok=True)
         write_workspace_link(model_dir, self.workspace)
-        with ResultsLog(model_dir / "results.jsonl") as results:
+        with ResultsLog(model_dir / "results.jsonl", ProbeRecord) as results:
             for state, checkpoint in checkpoints.items():
                 tasks = list(
                     plan_probes(
@@ -848,7 +629,7 @@ class MirageRun:
                     folders.append(await self.probe_model(model, checkpoints, index))
             for folder in folders:
                 if self.config.agent is not None:
-                    from harness.kit.attribution import write_attribution_summary
+                    from harness.mirage.report.attribution import write_attribution_summary
 
                     write_attribution_summary(folder)  # before the report, which may cite it
                 self.reports.append(write_report(folder))

@@ -59,8 +59,8 @@ def import_command(
     name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
 ) -> None:
     """Turn a reference MIRAGE bank plus your artifact files into a pack, then validate it."""
+    from harness.kit.packfiles import PackFormatError
     from harness.mirage.packs.importer import import_bank
-    from harness.mirage.packs.schema import PackFormatError
     from harness.mirage.packs.validate import validate_pack
 
     try:

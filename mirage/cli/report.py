@@ -57,10 +57,11 @@ def _bad_file(exc: Exception) -> typer.Exit:
 
 
 def _read(directory: Path) -> list[ProbeRecord]:
-    from harness.mirage.records import RESULTS_FILE, ResultsLogError, read_records
+    from harness.kit.results import RESULTS_FILE, ResultsLogError, read_records
+    from harness.mirage.records import ProbeRecord
 
     try:
-        return read_records(directory / RESULTS_FILE)
+        return read_records(directory / RESULTS_FILE, ProbeRecord)
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except ResultsLogError as exc:
@@ -70,8 +71,9 @@ def _read(directory: Path) -> list[ProbeRecord]:
 def _rescored(
     directory: Path, records: list[ProbeRecord], profile: ScoringProfile, workspace: Path | None
 ) -> list[ProbeRecord]:
-    from harness.kit.rundir import WorkspaceNotFoundError, source_resolver_for
+    from harness.kit.rundir import WorkspaceNotFoundError
     from harness.mirage.records import rescore_record
+    from harness.mirage.scoring.profiles import source_resolver_for
 
     try:
         resolver = source_resolver_for(directory, profile, workspace)
@@ -85,7 +87,7 @@ def rescore(
 ) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs under a scoring profile,
     canonicalising SOURCE with the run's workspace (an error when it cannot be found)."""
-    from harness.mirage.records import RESULTS_FILE, ResultsLogError, rewrite_records
+    from harness.kit.results import RESULTS_FILE, ResultsLogError, rewrite_records
 
     profile = _profile(scoring)
     records = _read(directory)
@@ -223,7 +225,7 @@ def _page(directory: Path) -> Path:
     for name in (COMPARISON_HTML, HTML_FILE):
         if (directory / name).is_file():
             return directory / name
-    from harness.mirage.records import RESULTS_FILE
+    from harness.kit.results import RESULTS_FILE
     from harness.mirage.report import write_report
 
     if not (directory / RESULTS_FILE).is_file():

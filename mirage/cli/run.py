@@ -15,7 +15,8 @@ import typer
 from pydantic import ValidationError
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.mirage.run import RunConfig
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
 from mirage.cli.options import EXIT_FAILURE, MODEL, OUT, SUMMARY_FORMAT, fail
 
 if TYPE_CHECKING:
@@ -310,11 +311,11 @@ def run(
     for files in reports:
         _print_report(files, config)
     if len(reports) > 1:
-        from harness.mirage.records import read_records
+        from harness.kit.results import read_records
         from harness.mirage.report.compare import write_comparison
 
         folders = [files.report.parent for files in reports]
-        answerers = {f: read_records(f) for f in folders}
+        answerers = {f: read_records(f, ProbeRecord) for f in folders}
         compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
@@ -329,7 +330,11 @@ def _print_report(files: ReportFiles, config: RunConfig) -> None:
     typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
     typer.echo(table1(files.aggregate))
     if config.agent is not None:
-        from harness.kit.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
+        from harness.mirage.report.attribution import (
+            ATTRIBUTION_FILE,
+            AttributionSummary,
+            summary_text,
+        )
 
         attribution = (folder / ATTRIBUTION_FILE).read_text()
         typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))

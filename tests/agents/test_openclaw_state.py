@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.kit.agents.base import ProbeReply
+from harness.kit.agents.base import ProbeReply, ToolCallRecord
 from harness.kit.agents.openclaw.agent import (
     OWN_MEMORY_READS,
     OpenClawAttributedAgent,
@@ -28,7 +28,7 @@ from harness.kit.agents.openclaw.state import (
     session_node,
 )
 from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ToolCallRecord, retrieval_path
+from harness.mirage.records import retrieval_path
 from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones import FunctionBackbone
 from runtime.serve import RequestRecord

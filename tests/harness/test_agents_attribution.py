@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kit.agents.base import AgentUnderTest, ProbeReply
+from harness.kit.agents.base import AgentUnderTest, ProbeReply, ToolCallRecord
 from harness.kit.agents.command import CommandAgent
 from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
 from harness.kit.attribution import (
@@ -16,7 +16,7 @@ from harness.kit.attribution import (
     compare_reports,
 )
 from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ToolCallRecord, retrieval_path
+from harness.mirage.records import retrieval_path
 from memory_server.calllog import CallLog, CallRecord, now_iso
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 

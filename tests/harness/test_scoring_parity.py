@@ -739,10 +739,11 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     import typer
     from typer.testing import CliRunner
 
-    from harness.mirage.records import RecordKey, ResultsLog, build_record, read_records
+    from harness.kit.results import ResultsLog, read_records
+    from harness.mirage.records import RecordKey, build_record
     from mirage.cli.report import register
 
-    with ResultsLog(tmp_path / "results.jsonl") as results:
+    with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
         for index, case in enumerate(CASES):
             key = RecordKey("S1-d0", "C0", f"q{index:03d}", 0)
             other: ProfileName = "lenient" if profile == "paper" else "paper"
@@ -752,7 +753,7 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     args = ["rescore", str(tmp_path), "--scoring", profile, "--workspace", str(workspace.root)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    records = read_records(tmp_path)
+    records = read_records(tmp_path, ProbeRecord)
     expected = [case.expected_paper if profile == "paper" else case.lenient for case in CASES]
     assert [outcome(record.pf, record) for record in records] == expected
     assert {r.scoring for r in records} == {profile}

@@ -10,7 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.mirage.packs import PackFormatError, load_pack
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
 from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app

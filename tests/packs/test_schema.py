@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.mirage.packs import PackFormatError, load_pack
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
 from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.schema import NONE, Question
 from harness.mirage.packs.validate import validate_pack

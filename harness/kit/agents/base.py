@@ -1,25 +1,78 @@
 """The ``AgentUnderTest`` seam.
 
-Above: the probe runner, which hands one checkpoint and one probe message per call and an
-attribution tag unique to the probe. Below: the built-in runtime, an OpenAI-compatible agent
-endpoint, or a user command. Every call starts from a fresh restore of the checkpoint, so no
-probe sees another's question or answer. Agent failures (provider errors, timeouts, HTTP
-errors, garbage) come back as ``ProbeReply.error``, never as an exception or a parse failure.
+Above: a protocol's probe runner (MIRAGE's probes, CUE's ``agent`` memory system), which hands
+one restore point and one probe message per call and an attribution tag unique to the probe.
+Below: the built-in runtime, an OpenAI-compatible agent endpoint, a user command, or OpenClaw.
+Every call starts from a fresh restore of its ``RestorePoint``, so no probe sees another's
+question or answer. Agent failures (provider errors, timeouts, HTTP errors, garbage) come back
+as ``ProbeReply.error``, never as an exception or a parse failure. Nothing here knows a
+protocol: MIRAGE's checkpoints and CUE's empty sessions both satisfy ``RestorePoint``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeUsage, ToolCallRecord
-
 MemoryURL = Callable[[str], str]
 """Maps a probe's attribution tag to the memory-server URL the agent uses for that probe."""
+
+
+class RestorePoint(Protocol):
+    """What a probe starts from: a saved session (``snapshot_path``, a ``runtime.snapshot``
+    file) in a folder of its own, and the facts about it an adapter may pass on (the command
+    adapter sends them all). MIRAGE's ``Checkpoint`` is one; ``harness.kit.agents.restore``
+    writes one for a session built in code."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def snapshot_path(self) -> Path: ...
+
+    @property
+    def snapshot_sha256(self) -> str: ...
+
+    @property
+    def workspace_version(self) -> str | None:
+        """The memory workspace version the session saw (None: unversioned)."""
+
+    @property
+    def eit(self) -> int:
+        """The session's effective input tokens."""
+
+    @property
+    def compaction_count(self) -> int: ...
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call attempted in the probe turn, with its parse/compliance outcome."""
+
+    name: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    label: str = "ok"
+    executed: bool = False
+    error: str | None = None
+
+
+class ProbeUsage(BaseModel):
+    """Tokens of one probe: ``eit`` is the input of its first backbone call (the state's depth
+    plus the question); the other fields sum over every call of the probe turn (tool rounds
+    included): all input, the parts read from and written to a prompt cache, output."""
+
+    eit: int | None = None
+    input_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    output_tokens: int | None = None
+    calls: int | None = None
 
 
 class ProbeReply(BaseModel):
@@ -43,7 +96,7 @@ class AgentUnderTest(ABC):
     memory_url: MemoryURL | None = None
 
     @abstractmethod
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         """Restore ``checkpoint`` afresh, send ``message`` and return the reply; ``tag`` is the
         probe's attribution tag. Agent failures come back as ``ProbeReply.error``."""
 

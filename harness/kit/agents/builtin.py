@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import time
 
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeUsage, ToolCallRecord
+from harness.kit.agents.base import (
+    AgentUnderTest,
+    MemoryURL,
+    ProbeReply,
+    ProbeUsage,
+    RestorePoint,
+    ToolCallRecord,
+)
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
 from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
@@ -82,13 +87,13 @@ class BuiltinAgent(AgentUnderTest):
         self._snapshots = SnapshotCache()
         self._pools: dict[str, MCPConnectionPool] = {}
 
-    def restore(self, checkpoint: Checkpoint) -> tuple[Session, str]:
+    def restore(self, checkpoint: RestorePoint) -> tuple[Session, str]:
         session = self._snapshots.restore(checkpoint.snapshot_path)
         restored = session_hash(session)
         as_answerer(session, self.backbone.model, self.max_output_tokens, self.adapters)
         return session, restored
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         session, restored = self.restore(checkpoint)
         started = time.perf_counter()
         try:

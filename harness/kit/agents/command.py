@@ -25,10 +25,8 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
+from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply, ProbeUsage, RestorePoint
 from harness.kit.agents.transcript import TranscriptSource, reported_call
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeUsage
 from runtime.offline import offline_env
 
 log = structlog.get_logger(__name__)
@@ -104,21 +102,20 @@ class CommandAgent(AgentUnderTest):
         self._transcripts = TranscriptSource()
 
     def build_request(
-        self, checkpoint: Checkpoint, message: str, tag: str
+        self, checkpoint: RestorePoint, message: str, tag: str
     ) -> tuple[CommandRequest, str]:
         """The request and the sha256 of the restored session it was built from."""
         restored = self._transcripts.restore(checkpoint)
-        manifest = checkpoint.manifest
         request = CommandRequest(
             tag=tag,
             checkpoint=CheckpointInfo(
                 directory=str(checkpoint.directory.resolve()),
-                state=manifest.state,
+                state=checkpoint.state,
                 snapshot=str(checkpoint.snapshot_path.resolve()),
-                snapshot_sha256=manifest.snapshot_sha256,
-                workspace_version=manifest.workspace_version,
-                eit=manifest.eit,
-                compaction_count=manifest.compaction_count,
+                snapshot_sha256=checkpoint.snapshot_sha256,
+                workspace_version=checkpoint.workspace_version,
+                eit=checkpoint.eit,
+                compaction_count=checkpoint.compaction_count,
             ),
             transcript=restored.messages,
             message=message,
@@ -126,7 +123,7 @@ class CommandAgent(AgentUnderTest):
         )
         return request, restored.restored_sha256
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         request, restored_sha256 = self.build_request(checkpoint, message, tag)
         started = time.perf_counter()
         try:

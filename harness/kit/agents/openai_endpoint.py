@@ -22,15 +22,19 @@ from typing import Any
 import httpx
 import structlog
 
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
+from harness.kit.agents.base import (
+    AgentUnderTest,
+    MemoryURL,
+    ProbeReply,
+    ProbeUsage,
+    RestorePoint,
+)
 from harness.kit.agents.transcript import (
     MEMORY_URL_HEADER,
     TAG_HEADER,
     TranscriptSource,
     reported_call,
 )
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeUsage
 
 log = structlog.get_logger(__name__)
 
@@ -100,7 +104,7 @@ class OpenAIEndpointAgent(AgentUnderTest):
             headers["Authorization"] = f"Bearer {self.api_key}"
         return body, headers
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         restored = self._transcripts.restore(checkpoint)
         messages = [*restored.messages, {"role": "user", "content": message}]
         body, headers = self.request(messages, tag)

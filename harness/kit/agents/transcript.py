@@ -15,8 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ToolCallRecord
+from harness.kit.agents.base import RestorePoint, ToolCallRecord
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.profiles import resolve_profile
 from runtime.session import Session
@@ -56,7 +55,7 @@ class TranscriptSource:
     def __init__(self) -> None:
         self._snapshots = SnapshotCache()
 
-    def restore(self, checkpoint: Checkpoint) -> RestoredContext:
+    def restore(self, checkpoint: RestorePoint) -> RestoredContext:
         session = self._snapshots.restore(checkpoint.snapshot_path)
         return RestoredContext(
             messages=session_transcript(session), restored_sha256=session_hash(session)

@@ -1,12 +1,12 @@
 """``mirage run --agent openclaw``: the MIRAGE protocol with the real OpenClaw in the loop.
 
-Above: ``harness.mirage.run.MirageRun`` (workspace, questions, probe loop, scoring, reports — the same
-as for the built-in runtime). Below: the pinned OpenClaw install, ``OpenClawHarness``, the
+Above: ``harness.mirage.run.MirageRun`` (workspace, questions, probe loop, scoring, reports — the
+same as for the built-in runtime). Below: the pinned OpenClaw install, ``OpenClawHarness``, the
 trunk driver and the probe adapter. One memory server (a fixed loopback URL, as OpenClaw's MCP
-config needs) and one gateway serve both the trunk and the probes; the answering model is the
-run's first ``--model``. The checkpoint family is keyed by the trunk configuration plus the
-OpenClaw version, the user's OpenClaw settings and the answering model (which writes the
-compaction summaries and memory flushes), so a re-run reuses it and resumes the probes.
+config needs) and one gateway serve both the trunk and the probes; the answering model is the run's
+first ``--model``. The checkpoint family is keyed by the trunk configuration plus the OpenClaw
+version, the user's OpenClaw settings and the answering model (which writes the compaction summaries
+and memory flushes), so a re-run reuses it and resumes the probes.
 """
 
 from __future__ import annotations
@@ -22,11 +22,7 @@ from harness.kit.agents.openclaw.config import config_digest, load_user_config
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.gateway import free_port
 from harness.kit.agents.openclaw.harness import OpenClawHarness
-from harness.kit.agents.openclaw.install import (
-    DEFAULT_OPENCLAW_VERSION,
-    OpenClawInstall,
-    find_install,
-)
+from harness.kit.agents.openclaw.install import OpenClawInstall, require_install
 from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
 from harness.mirage.checkpoints import (
     FAMILY_FILE,
@@ -38,6 +34,7 @@ from harness.mirage.checkpoints import (
     family_lock,
 )
 from harness.mirage.openclaw.trunk import OpenClawTrunk
+from harness.mirage.states import PAPER_WINDOW
 from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:
@@ -70,16 +67,6 @@ def answering_backbone(run: MirageRun, model: str, budget: int) -> Any:
         f"the answering model {model} has a {backbone.context_window}-token window; OpenClaw "
         f"needs {window} (its own prompt is ~5k tokens): choose another --model"
     )
-
-
-def require_install(version: str = DEFAULT_OPENCLAW_VERSION) -> OpenClawInstall:
-    install = find_install(version)
-    if install is None:
-        raise OpenClawError(
-            f"OpenClaw {version} is not installed in mirage's cache; run "
-            "`mirage agents install openclaw` (needs the npm registry once)"
-        )
-    return install
 
 
 def openclaw_trunk(
@@ -124,7 +111,7 @@ def load_openclaw_family(family_dir: Path, states: list[str]) -> dict[str, Check
 
 async def run_openclaw(run: MirageRun, index: Any) -> Path:
     """Trunk (or the reused family) and every probe of OpenClaw; returns the result folder."""
-    from harness.mirage.run import memory_endpoint
+    from harness.kit.memory import memory_endpoint
     from memory_server.workspace import Workspace
 
     config = run.config
@@ -157,6 +144,7 @@ async def run_openclaw(run: MirageRun, index: Any) -> Path:
             family_dir / "openclaw",
             answer,
             window=run.profile.window,
+            budget_window=PAPER_WINDOW,
             answer_max_tokens=budget,
             memory_url=url,
             user_config=user,

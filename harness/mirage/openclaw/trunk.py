@@ -1,14 +1,14 @@
 """The trunk replayed through the real OpenClaw gateway, and its checkpoints.
 
-Above: ``harness.mirage.openclaw.run``. Below: ``OpenClawHarness``. The pack's planting turns
-and the sampled filler turns go to OpenClaw's session ``trunk`` one by one; the model endpoint
-answers each with its scripted reply, while OpenClaw's own memory flush and compaction
-summaries go to the real answering model. After each turn the driver waits for that
-maintenance to finish, then reads the EIT the endpoint observed for the turn and OpenClaw's
-compaction count. A state is captured the moment it is reached, as the built-in trunk does
-(``harness.mirage.trunk``): a fork of ``trunk`` into ``ckpt-<state>`` (never given a turn), a copy of
-OpenClaw's memory files, and a manifest. The family is finished (``family.json``) only after
-every state; an interrupted trunk is rebuilt from scratch by the next run.
+Above: ``harness.mirage.openclaw.run``. Below: ``OpenClawHarness``. The pack's planting turns and
+the sampled filler turns go to OpenClaw's session ``trunk`` one by one; the model endpoint answers
+each with its scripted reply, while OpenClaw's own memory flush and compaction summaries go to the
+real answering model. After each turn the driver waits for that maintenance to finish, then reads
+the EIT the endpoint observed for the turn and OpenClaw's compaction count. A state is captured the
+moment it is reached, as the built-in trunk does (``harness.mirage.trunk``): a fork of ``trunk``
+into ``ckpt-<state>`` (never given a turn), a copy of OpenClaw's memory files, and a manifest. The
+family is finished (``family.json``) only after every state; an interrupted trunk is rebuilt from
+scratch by the next run.
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from pathlib import Path
 import structlog
 
 from harness.kit.agents.openclaw.harness import OpenClawHarness
-from harness.kit.agents.openclaw.state import OpenClawCheckpoint, copy_memory
+from harness.kit.agents.openclaw.state import (
+    MEMORY_COPY,
+    TRUNK_SESSION,
+    OpenClawCheckpoint,
+    copy_memory,
+)
 from harness.mirage.checkpoints import (
     MANIFEST,
     Checkpoint,
@@ -37,9 +42,7 @@ from runtime.messages import ImagePart
 
 log = structlog.get_logger(__name__)
 
-TRUNK_SESSION = "trunk"
 CHECKPOINT_FILE = "openclaw-checkpoint.json"
-MEMORY_COPY = "agent-memory"
 
 
 def checkpoint_session(state: str) -> str:

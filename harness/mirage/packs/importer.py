@@ -18,23 +18,25 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harness.kit.packfiles import (
+    PACK_ROOT,
+    PackFormatError,
+    format_validation_error,
+    read_text,
+    read_yaml,
+)
 from harness.mirage.packs.build.assemble import FILLER_SOURCE
 from harness.mirage.packs.schema import (
     NONE,
-    PACK_ROOT,
     Artifact,
     Attachment,
     DerivedKind,
     Modality,
     PackFile,
-    PackFormatError,
     PlantingTurn,
     Question,
     QuestionBank,
     confined_path,
-    format_validation_error,
-    read_text,
-    read_yaml,
 )
 
 ID_KEYS = ("id", "question_id", "qid")

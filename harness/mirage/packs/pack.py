@@ -16,17 +16,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from harness.kit.packfiles import PackFormatError, load_model
 from harness.mirage.packs.filler import FillerTurn, sample_filler
 from harness.mirage.packs.resolve import load_data
 from harness.mirage.packs.schema import (
     Artifact,
     FillerLibrary,
     PackFile,
-    PackFormatError,
     Question,
     QuestionBank,
     confined_path,
-    load_model,
 )
 from runtime.messages import ImagePart, TextPart, UserMessage
 

@@ -1,8 +1,10 @@
 """The evidence-pack format: pydantic models for ``pack.yaml``, ``questions.yaml`` and
-``filler.yaml``, and loaders that turn any schema problem into an error naming file and field.
+``filler.yaml``, and the confinement of every path a pack names to the pack folder.
 
 Above this module sit ``Pack`` (loading, workspace materialisation, turns), the validator and
-the CLI; below it is only YAML on disk. ``docs/packs.md`` documents every field.
+the CLI; below it the kit's pack-file helpers (``harness.kit.packfiles``: ``load_model`` turns
+any schema problem into an error naming file and field) and YAML on disk. ``docs/packs.md``
+documents every field.
 """
 
 from __future__ import annotations
@@ -10,44 +12,23 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from harness.kit.packfiles import PACK_ROOT
+
 NONE = "NONE"
 ARTIFACT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
 QUESTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
-
-
-class PackFormatError(ValueError):
-    """A pack file that cannot be read or does not match the schema."""
-
-    def __init__(self, file: Path | str, problems: list[str]) -> None:
-        self.file = str(file)
-        self.problems = problems
-        listed = "\n".join(f"  - {problem}" for problem in problems)
-        super().__init__(f"{self.file}: invalid pack file\n{listed}")
-
-    def lines(self) -> list[str]:
-        """One line per problem, each starting with the file."""
-        return [f"{self.file}: {problem}" for problem in self.problems]
-
-    def summary(self) -> str:
-        """The first problem on one line, with a pointer to the rest."""
-        more = len(self.problems) - 1
-        rest = f" (and {more} more problem(s): mirage pack validate lists them)" if more else ""
-        return self.lines()[0] + rest
 
 
 class PackPathError(ValueError):
@@ -79,9 +60,6 @@ def confined_path(base: Path, relative: str) -> Path:
             f"path {relative!r} resolves to {target}, outside {root} (a symlink leaves the folder)"
         )
     return base / relative
-
-
-PACK_ROOT = "pack_root"
 
 
 def _pack_path(value: str, info: ValidationInfo) -> str:
@@ -302,70 +280,3 @@ class FillerLibrary(_Strict):
     openers: list[str] = Field(default_factory=list)
     closers: list[str] = Field(default_factory=list)
     tasks: list[FillerTask] = Field(min_length=1)
-
-
-Model = TypeVar("Model", bound=BaseModel)
-
-
-def format_validation_error(error: ValidationError, raw: Any = None) -> list[str]:
-    """One line per problem: the dotted field path, the id of the record it sits in, the
-    message."""
-    problems = []
-    for item in error.errors():
-        location = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        record_id = _enclosing_id(raw, item["loc"])
-        where = f"{location} (id {record_id})" if record_id else location
-        message = " ".join(str(item["msg"]).split())
-        problems.append(f"{where}: {message}")
-    return problems
-
-
-def _enclosing_id(raw: Any, location: tuple[int | str, ...]) -> str | None:
-    found = None
-    node = raw
-    for part in location:
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            break
-        if isinstance(node, dict) and isinstance(node.get("id"), str):
-            found = node["id"]
-    return found
-
-
-def read_text(path: Path) -> str:
-    """A pack file's UTF-8 text; unreadable or non-UTF-8 files raise ``PackFormatError``."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PackFormatError(path, [f"cannot read file: {exc.strerror or exc}"]) from exc
-    except UnicodeDecodeError as exc:
-        raise PackFormatError(
-            path, [f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"]
-        ) from exc
-
-
-def read_yaml(path: Path) -> Any:
-    text = read_text(path)
-    try:
-        return yaml.load(text, Loader=YAML_LOADER)
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
-        raise PackFormatError(path, [f"not valid YAML: {reason}"]) from exc
-
-
-def load_model(path: Path, model: type[Model], pack_root: Path | None = None) -> Model:
-    """Read a YAML/JSON file into ``model``; every problem names the file and the field.
-
-    With ``pack_root``, every ``PackPath`` field is also checked against the folder on disk
-    (symlinks that resolve outside it are refused)."""
-    raw = read_yaml(path)
-    if not isinstance(raw, dict):
-        raise PackFormatError(
-            path, [f"expected a mapping at the top level, got {type(raw).__name__}"]
-        )
-    context = None if pack_root is None else {PACK_ROOT: pack_root}
-    try:
-        return model.model_validate(raw, context=context)
-    except ValidationError as exc:
-        raise PackFormatError(path, format_validation_error(exc, raw)) from exc

@@ -14,15 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.kit.packfiles import PackFormatError
 from harness.mirage.packs.pack import Pack, load_pack
 from harness.mirage.packs.resolve import DerivationError, NoSupport, derive, format_answer
-from harness.mirage.packs.schema import (
-    SLOT_PATTERN,
-    Answerability,
-    AnswerType,
-    PackFormatError,
-    Question,
-)
+from harness.mirage.packs.schema import SLOT_PATTERN, Answerability, AnswerType, Question
 
 TITLE_STOPWORDS = frozenset(
     {

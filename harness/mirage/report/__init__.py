@@ -1,9 +1,10 @@
 """The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
 
-Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.aggregate`` over the
-records of ``DIR/results.jsonl``. ``summary.json`` has the shape of issue 7 plus ``usage``:
-tokens (input, cached read, cache write, output) and cost per model (``harness.mirage.costs``), and
-with several summary formats ``summary_formats`` (``harness.mirage.report.formats``); everything else
+Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.aggregate``
+over the records of ``DIR/results.jsonl``, and the kit's report building blocks
+(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``usage``: tokens
+(input, cached read, cache write, output) and cost per model (``harness.mirage.costs``), and with
+several summary formats ``summary_formats`` (``harness.mirage.report.formats``); everything else
 a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
 ``details.json``.
 """
@@ -17,9 +18,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.kit.results import read_records
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
-from harness.mirage.records import ProbeRecord, read_records
+from harness.mirage.records import ProbeRecord
 from harness.mirage.report import tables
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import format_rows, formats_section
@@ -117,7 +119,7 @@ def _attribution_section(directory: Path) -> str:
     path = directory / "attribution.json"
     if not path.exists():
         return ""
-    from harness.kit.attribution import AttributionSummary, summary_text
+    from harness.mirage.report.attribution import AttributionSummary, summary_text
 
     summary = AttributionSummary.model_validate_json(path.read_text(encoding="utf-8"))
     return "\n## Memory-server attribution (agent under test)\n\n" + summary_text(summary) + "\n"
@@ -132,7 +134,7 @@ def write_report(
     """Aggregate ``directory``'s results (or the given records) and write every report file;
     ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
-    records = list(records if records is not None else read_records(out))
+    records = list(records if records is not None else read_records(out, ProbeRecord))
     agg = aggregate(records, roles)
     usages = model_usage(records)
     out.mkdir(parents=True, exist_ok=True)

@@ -26,12 +26,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from harness.kit.report.tables import fmt, markdown_table
+from harness.kit.results import RESULTS_FILE
 from harness.kit.rundir import RUN_CONFIG
 from harness.kit.stats import Interval, wilson_interval
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.checkpoints import base_state
-from harness.mirage.metrics import DIAGNOSTICS, TABLE1_COLUMNS, fmt, get_metric
-from harness.mirage.records import RESULTS_FILE, ProbeRecord
+from harness.mirage.metrics import DIAGNOSTICS, TABLE1_COLUMNS, get_metric
+from harness.mirage.records import ProbeRecord
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import (
     FormatRow,
@@ -43,7 +45,6 @@ from harness.mirage.report.formats import (
     summaries_markdown,
 )
 from harness.mirage.report.html import answerer_label, write_html
-from harness.mirage.report.tables import markdown_table
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.kit.report.figures import new_figure, save_figure
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.checkpoints import FORMAT_SEPARATOR
 from harness.mirage.metrics import FIGURE_DELTAS
@@ -63,22 +64,6 @@ def series_of(runs: Runs) -> list[Series]:
                 colour, hatch = CONDITION_COLOURS.get(cond, FALLBACK_COLOUR), ""
             found.append(Series(model, cond, colour, hatch))
     return found
-
-
-def _figure(width: float = 7.0, height: float = 4.0) -> tuple[Figure, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=110)
-    return figure, figure.add_subplot(1, 1, 1)
-
-
-def _save(figure: Figure, path: Path) -> Path:
-    figure.tight_layout()
-    figure.savefig(path, format="png")
-    return path
 
 
 def _width(runs: Runs) -> float:
@@ -144,7 +129,7 @@ def _cell(agg: Aggregate, state: str, cond: str) -> Any:
 
 def _rate_by_state(runs: Runs, metric: str, denominator: str, ylabel: str) -> Figure:
     """A rate per state as a proportion; n = the metric's pooled denominator per bar."""
-    figure, ax = _figure(_width(runs))
+    figure, ax = new_figure(_width(runs))
 
     def value(item: Series, state: str) -> tuple[float | None, int]:
         agg = runs[item.model]
@@ -186,7 +171,7 @@ def _patterns(runs: Runs) -> list[str]:
 
 def transitions(runs: Runs) -> Figure:
     """Figure 4: grounding transitions S1-d0 → S1-d80k → S2 over shared answerable probes."""
-    figure, ax = _figure(_width(runs))
+    figure, ax = new_figure(_width(runs))
     series = [
         Series(s.model, s.condition, s.colour, s.hatch,
                f"{s.label} (n={runs[s.model].cross_state[s.condition].transitions_shared})")
@@ -212,7 +197,7 @@ def path_composition(runs: Runs) -> Figure:
     """Figure 5: R_context (solid) / R_tool (hatched) shares of recorded probe calls."""
     from matplotlib.patches import Patch
 
-    figure, ax = _figure(_width(runs) + 1)
+    figure, ax = new_figure(_width(runs) + 1)
     labels: list[str] = []
     handles = []
     for index, item in enumerate(series_of(runs)):
@@ -245,7 +230,7 @@ def path_composition(runs: Runs) -> Figure:
 
 def cm_minus_c0(runs: Runs) -> Figure:
     """Figure 6: Cm − C0 deltas of GC, SC, AC and HR per state (percentage points)."""
-    figure, ax = _figure(_width(runs))
+    figure, ax = new_figure(_width(runs))
     several = len(runs) > 1
     series = [
         Series(model, m, MODEL_COLOURS[i % len(MODEL_COLOURS)], METRIC_HATCHES[j],
@@ -286,7 +271,7 @@ def draw_figures(runs: Runs, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     with_deltas = any(agg.deltas for agg in runs.values())
     return [
-        _save(draw(runs), directory / name)
+        save_figure(draw(runs), directory / name)
         for name, draw in FIGURES.items()
         if name != "cm_minus_c0.png" or with_deltas
     ]

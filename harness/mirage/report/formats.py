@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from harness.kit.report.tables import markdown_table
 from harness.kit.stats import Interval
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.records import ProbeRecord
-from harness.mirage.report.tables import markdown_table
 
 SUMMARIES_FILE = "summaries.json"
 

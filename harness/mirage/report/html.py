@@ -89,8 +89,9 @@ def read_call_log(directory: Path) -> dict[str, list[dict[str, Any]]]:
 
 def question_texts(directory: Path) -> dict[str, str]:
     """Question wording from the run's pack (``run.json``); empty when it cannot be loaded."""
+    from harness.kit.packfiles import PackFormatError
     from harness.mirage.packs import load_pack
-    from harness.mirage.packs.schema import PackFormatError, PackPathError
+    from harness.mirage.packs.schema import PackPathError
 
     for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
         if not candidate.is_file():

@@ -7,23 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.kit.report.tables import DASH, fmt, markdown_table
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.metrics import (
-    DASH,
     DELTA_METRICS,
     DIAGNOSTICS,
     HEADLINE_INTERVALS,
     HEADLINE_SPREAD,
     TABLE1_COLUMNS,
-    fmt,
     get_metric,
 )
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def table1(agg: Aggregate) -> str:

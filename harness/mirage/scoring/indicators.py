@@ -41,7 +41,8 @@ class Gold(BaseModel):
 
     @classmethod
     def from_question(cls, question: Any) -> Gold:
-        """The gold of a pack question (``harness.mirage.packs.Question`` or anything shaped like it)."""
+        """The gold of a pack question (``harness.mirage.packs.Question`` or anything shaped like
+        it)."""
         return cls.model_validate(
             {
                 "answerable": str(question.gold_answerable),

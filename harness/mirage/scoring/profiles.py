@@ -3,16 +3,19 @@ uses. ``paper`` (the default everywhere) reproduces the authors' released scorer
 (prisma-research/MIRAGE) with the departures listed in docs/metrics.md; ``lenient`` is mirage's
 tolerant reading, kept for small models and exploratory runs.
 
-Above: the probe runner, ``mirage rescore`` and ``mirage report``. Below: ``harness.mirage.protocol``
-(wording, parsers), ``harness.mirage.scoring.paper_values`` / ``harness.mirage.scoring.values`` (value rules)
-and the workspace canonicaliser (``memory_server.resolve``).
+Above: the probe runner, ``mirage rescore`` and ``mirage report``. Below:
+``harness.mirage.protocol`` (wording, parsers), ``harness.mirage.scoring.paper_values`` /
+``harness.mirage.scoring.values`` (value rules), the workspace canonicaliser
+(``memory_server.resolve``) and the kit's ``find_workspace`` (a result folder's workspace).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from harness.kit.rundir import find_workspace
 from harness.mirage.protocol import (
     DEFAULT_PROFILE,
     Condition,
@@ -93,3 +96,12 @@ def get_profile(profile: str | ScoringProfile = DEFAULT_PROFILE) -> ScoringProfi
     if isinstance(profile, ScoringProfile):
         return profile
     return PROFILES[check_profile(profile)]
+
+
+def source_resolver_for(
+    result_dir: Path, profile: ScoringProfile, workspace: Path | None = None
+) -> SourceResolver:
+    """``profile``'s SOURCE canonicaliser over the workspace of ``result_dir``."""
+    from memory_server.workspace import Workspace
+
+    return profile.source_resolver(Workspace.open(find_workspace(result_dir, workspace)))

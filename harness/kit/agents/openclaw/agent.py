@@ -22,13 +22,22 @@ from typing import Any
 
 import structlog
 
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
+from harness.kit.agents.base import (
+    AgentUnderTest,
+    MemoryURL,
+    ProbeReply,
+    ProbeUsage,
+    RestorePoint,
+    ToolCallRecord,
+)
 from harness.kit.agents.openclaw.config import ANSWER_MODEL, MCP_SERVER
 from harness.kit.agents.openclaw.endpoint import SessionIdentity
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.gateway import TurnError, session_key
 from harness.kit.agents.openclaw.harness import OpenClawHarness
 from harness.kit.agents.openclaw.state import (
+    MEMORY_COPY,
+    TRUNK_SESSION,
     OpenClawCheckpoint,
     copy_memory,
     history_digest,
@@ -36,9 +45,6 @@ from harness.kit.agents.openclaw.state import (
     read_openclaw_checkpoint,
 )
 from harness.kit.attribution import AttributedAgent
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.openclaw.trunk import MEMORY_COPY, TRUNK_SESSION
-from harness.mirage.records import ProbeUsage, ToolCallRecord
 from runtime.serve import RequestRecord
 
 log = structlog.get_logger(__name__)
@@ -107,7 +113,7 @@ class OpenClawAgent(AgentUnderTest):
     def bind_memory(self, memory_url: MemoryURL | None) -> None:
         """Nothing to bind per probe: OpenClaw's MCP URL is fixed in its generated config."""
 
-    def restore_memory(self, checkpoint: Checkpoint) -> OpenClawCheckpoint:
+    def restore_memory(self, checkpoint: RestorePoint) -> OpenClawCheckpoint:
         state = self._states.get(checkpoint.directory)
         if state is None:
             state = read_openclaw_checkpoint(checkpoint.snapshot_path)
@@ -132,7 +138,7 @@ class OpenClawAgent(AgentUnderTest):
             return
         rewrite.trunk = SessionIdentity(session_key(TRUNK_SESSION), node.session_id)
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         state = self.restore_memory(checkpoint)
         self.use_trunk_runtime_line()
         session = probe_session(tag)
@@ -169,7 +175,7 @@ class OpenClawAttributedAgent(AttributedAgent):
     """R_tool from the memory server's log (time window: OpenClaw's MCP URL is fixed in its
     config) plus OpenClaw's own reads of its memory files."""
 
-    async def probe(self, checkpoint: Checkpoint, message: str, *, tag: str) -> ProbeReply:
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         reply = await super().probe(checkpoint, message, tag=tag)
         own = [ToolCallRecord.model_validate(c) for c in reply.trace.get(OWN_MEMORY_READS, [])]
         return reply.model_copy(update={"tool_calls": [*reply.tool_calls, *own]})

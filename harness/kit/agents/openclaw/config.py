@@ -10,8 +10,9 @@ each key is there): token auth, its OpenAI-compatible chat endpoint on, one prov
 ``answer`` (probes) and ``housekeeping`` (compaction summaries and the memory flush, both on the
 answering model with the summarizer's reply budget) —, mirage's memory server as MCP server
 ``mirage`` cut to its retrieval tools, and a tool list cut to what the protocol needs. The
-compaction budgets OpenClaw lets us set are scaled with the window as the ``scaled`` profile
-scales mirage's own (its reserve, min(20 000, W/4), is built in).
+compaction budgets OpenClaw lets us set are scaled by ``window / budget_window`` (MIRAGE passes
+its paper window, so they scale as its ``scaled`` profile scales mirage's own; OpenClaw's
+reserve, min(20 000, W/4), is built in).
 
 A user's file (``--openclaw-config``, JSON or JSON5, as OpenClaw's own config) is merged over
 the generated one: objects merge key by key, anything else replaces. Keys that wire OpenClaw to
@@ -32,7 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.install import OpenClawInstall
-from harness.mirage.states import PAPER_WINDOW
 
 log = structlog.get_logger(__name__)
 
@@ -85,6 +85,9 @@ class GatewaySettings(BaseModel):
     workspace: Path
     log_file: Path
     window: int = Field(ge=1024)
+    budget_window: int = Field(
+        ge=1024, description="the window at which OpenClaw's default budgets stay as they are"
+    )
     answer_max_tokens: int = Field(ge=8)
     housekeeping_max_tokens: int = Field(ge=8)
     timeout_s: int = Field(default=1800, ge=60)
@@ -101,14 +104,16 @@ def _model_entry(model_id: str, window: int, max_tokens: int) -> dict[str, Any]:
     }
 
 
-def scaled_budget(default: int, window: int) -> int:
-    """An OpenClaw token budget scaled by ``window / 120k`` (never above its default)."""
-    return min(default, max(1, round(default * window / PAPER_WINDOW)))
+def scaled_budget(default: int, window: int, budget_window: int) -> int:
+    """An OpenClaw token budget scaled by ``window / budget_window`` (never above its
+    default)."""
+    return min(default, max(1, round(default * window / budget_window)))
 
 
 def generate_config(settings: GatewaySettings) -> dict[str, Any]:
     """The OpenClaw config for one gateway start (a JSON-compatible dict)."""
     window = settings.window
+    scale = (window, settings.budget_window)
     models = [
         _model_entry(TRUNK_MODEL, window, settings.answer_max_tokens),
         _model_entry(ANSWER_MODEL, window, settings.answer_max_tokens),
@@ -154,11 +159,11 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                 "compaction": {
                     "mode": "default",
                     "model": housekeeping,
-                    "keepRecentTokens": scaled_budget(DEFAULT_KEEP_RECENT, window),
+                    "keepRecentTokens": scaled_budget(DEFAULT_KEEP_RECENT, *scale),
                     "memoryFlush": {
                         "enabled": True,
                         "model": housekeeping,
-                        "softThresholdTokens": scaled_budget(DEFAULT_SOFT_THRESHOLD, window),
+                        "softThresholdTokens": scaled_budget(DEFAULT_SOFT_THRESHOLD, *scale),
                     },
                 },
             }

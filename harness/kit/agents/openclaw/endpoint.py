@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.kit.agents.openclaw.config import ANSWER_MODEL, HOUSEKEEPING_MODEL, TRUNK_MODEL
+from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.state import RUNTIME_LINE
-from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones.base import Backbone, Completion, PromptCount
 from runtime.messages import Message, SystemMessage, ToolSpec
 from runtime.serve import BackgroundServer, ModelTable, RequestLog, RequestRecord, create_app
@@ -138,9 +138,10 @@ def per_fork_fields(line: str) -> str:
 
 
 class ScriptedTrunk(Backbone):
-    """Model id ``trunk``: the current turn's scripted reply, to every request of that turn.
-    OpenClaw 2026.9.6 sends the summary of a compaction that a trunk turn needed to the
-    session's model rather than ``compaction.model``; those calls go to ``housekeeping``."""
+    """Model id ``trunk``: the current turn's scripted reply (``reply``, set by whoever drives
+    the trunk session before each turn), to every request of that turn. OpenClaw 2026.9.6 sends
+    the summary of a compaction that a trunk turn needed to the session's model rather than
+    ``compaction.model``; those calls go to ``housekeeping``."""
 
     def __init__(self, counter: Backbone, housekeeping: Backbone) -> None:
         self.counter = counter
@@ -149,12 +150,14 @@ class ScriptedTrunk(Backbone):
         self.context_window = counter.context_window
         self.tool_mode = counter.tool_mode
         self.profile = counter.profile
-        self.reply = SCRIPTED_ACKNOWLEDGEMENT
+        self.reply: str | None = None
         self.last_eit: int | None = None
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
         if is_summary_request(messages, tools):
             return await self.housekeeping.complete(messages, tools)
+        if self.reply is None:
+            raise OpenClawError("the trunk model was asked before its scripted reply was set")
         counted = self.counter.count_prompt_tokens(messages, tools)
         usage = estimate_usage(messages, tools, self.reply).model_copy(
             update={"input_tokens": counted.tokens, "source": counted.source}

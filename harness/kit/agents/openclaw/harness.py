@@ -45,7 +45,9 @@ HOUSEKEEPING_MAX_TOKENS = 512
 
 
 class OpenClawHarness:
-    """``async with OpenClawHarness(...) as claw``: everything running, stopped on exit."""
+    """``async with OpenClawHarness(...) as claw``: everything running, stopped on exit.
+    ``budget_window``: the window at which OpenClaw's default compaction budgets stay as they
+    are (``config.scaled_budget``)."""
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class OpenClawHarness:
         answer: Backbone,
         *,
         window: int,
+        budget_window: int,
         answer_max_tokens: int,
         memory_url: str,
         user_config: dict[str, Any] | None = None,
@@ -63,6 +66,7 @@ class OpenClawHarness:
         self.paths = GatewayPaths(root=root)
         self.answer = answer
         self.window = window
+        self.budget_window = budget_window
         self.answer_max_tokens = answer_max_tokens
         self.memory_url = memory_url
         self.user_config = user_config
@@ -84,6 +88,7 @@ class OpenClawHarness:
             workspace=self.paths.workspace,
             log_file=self.paths.file_log,
             window=self.window,
+            budget_window=self.budget_window,
             answer_max_tokens=self.answer_max_tokens,
             housekeeping_max_tokens=HOUSEKEEPING_MAX_TOKENS,
         )

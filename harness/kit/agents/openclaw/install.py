@@ -34,6 +34,8 @@ from typing import Literal
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.kit.agents.openclaw.errors import OpenClawError
+
 log = structlog.get_logger(__name__)
 
 DEFAULT_OPENCLAW_VERSION = "2026.9.6"
@@ -461,3 +463,13 @@ def _move_into_place(partial: Path, final: Path) -> None:
         shutil.rmtree(retired, ignore_errors=True)
         return
     partial.rename(final)
+
+
+def require_install(version: str = DEFAULT_OPENCLAW_VERSION) -> OpenClawInstall:
+    install = find_install(version)
+    if install is None:
+        raise OpenClawError(
+            f"OpenClaw {version} is not installed in mirage's cache; run "
+            "`mirage agents install openclaw` (needs the npm registry once)"
+        )
+    return install

@@ -1,10 +1,10 @@
 """OpenClaw's own state as mirage reads it: compaction count, memory files, restored history.
 
-Above: the trunk driver (checkpoints) and the probe adapter (restores). Below: OpenClaw's
-SQLite agent store, opened read-only while the gateway runs (``session_nodes.entry_json``
-holds ``compactionCount``; the gateway's RPC does not expose it), and its agent workspace,
-whose ``MEMORY.md`` and ``memory/`` are OpenClaw's memory, shared by every session: a
-checkpoint copies them, every probe copies them back first.
+Above: a trunk driver (MIRAGE's, which writes checkpoints) and the probe adapter (restores).
+Below: OpenClaw's SQLite agent store, opened read-only while the gateway runs
+(``session_nodes.entry_json`` holds ``compactionCount``; the gateway's RPC does not expose it),
+and its agent workspace, whose ``MEMORY.md`` and ``memory/`` are OpenClaw's memory, shared by
+every session: a checkpoint copies them, every probe copies them back first.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ from harness.kit.agents.openclaw.errors import OpenClawError
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
+TRUNK_SESSION = "trunk"
+"""The session a trunk is replayed into; every checkpoint session is a fork of it."""
+MEMORY_COPY = "agent-memory"
+"""The folder of a checkpoint holding its copy of OpenClaw's memory files."""
 RUNTIME_LINE = re.compile(r"^Runtime: .*$", re.MULTILINE)
 """OpenClaw's first user message carries the session key and id of each fork on this line."""
 

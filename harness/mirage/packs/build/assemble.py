@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from harness.mirage.packs.build.render import canonical_json, write_text
+from harness.kit.packfiles import load_model, write_text
+from harness.mirage.packs.build.render import canonical_json
 from harness.mirage.packs.schema import (
     Artifact,
     Attachment,
@@ -22,7 +23,6 @@ from harness.mirage.packs.schema import (
     PlantingTurn,
     Question,
     QuestionBank,
-    load_model,
 )
 
 SOURCES = Path(__file__).resolve().parent.parent / "sources"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.kit.packfiles import write_text
 from harness.mirage.packs.build.assemble import (
     SOURCES,
     BuiltArtifact,
@@ -21,7 +22,7 @@ from harness.mirage.packs.build.charts import (
     summary_markdown,
     table_csv,
 )
-from harness.mirage.packs.build.render import artifact_id, write_text
+from harness.mirage.packs.build.render import artifact_id
 from harness.mirage.packs.build.specs import build_questions, pair_spec_from_yaml
 from harness.mirage.packs.build.ui import (
     fitness_summary,

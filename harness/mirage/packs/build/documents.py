@@ -11,13 +11,8 @@ from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
-from harness.mirage.packs.build.render import (
-    figure_style,
-    new_figure,
-    pil_font,
-    save_pdf,
-    save_pil_png,
-)
+from harness.kit.packfiles import pil_font, save_pil_png
+from harness.mirage.packs.build.render import figure_style, new_figure, save_pdf
 
 # --- photo-like scene -------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.kit.packfiles import write_text
 from harness.mirage.packs.build import documents as docs
 from harness.mirage.packs.build.assemble import (
     SOURCES,
@@ -16,7 +17,7 @@ from harness.mirage.packs.build.assemble import (
     write_data,
     write_pack_files,
 )
-from harness.mirage.packs.build.render import artifact_id, write_text
+from harness.mirage.packs.build.render import artifact_id
 from harness.mirage.packs.build.specs import build_questions, pair_spec_from_yaml
 from harness.mirage.packs.schema import DerivedKind, Modality
 

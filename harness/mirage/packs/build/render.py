@@ -3,7 +3,9 @@
 Every output must be byte-identical across rebuilds on the same library versions: matplotlib
 figures are drawn with the Agg canvas (no pyplot state), fixed fonts, DPI and rc settings, and
 saved without the ``Software``/date metadata; Pillow images use a font shipped with matplotlib
-and PNG files without timestamps; PDFs carry no creation/modification dates or producer.
+and PNG files without timestamps (those helpers and ``write_text`` are the kit's,
+``harness.kit.packfiles``, shared with CUE's builder); PDFs carry no creation/modification
+dates or producer.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.kit.packfiles import save_pil_png
+
 DPI = 100
-PALETTE_COLOURS = 96
 RC_PARAMS: dict[str, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 10,
@@ -80,32 +83,3 @@ def save_pdf(figures: Sequence[Any], path: Path) -> None:
     with PdfPages(path, metadata=PDF_METADATA) as pdf:
         for figure in figures:
             pdf.savefig(figure)
-
-
-def font_path(bold: bool = False) -> Path:
-    import matplotlib
-
-    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name
-
-
-def pil_font(size: int, bold: bool = False) -> Any:
-    from PIL import ImageFont
-
-    return ImageFont.truetype(str(font_path(bold)), size)
-
-
-def save_pil_png(image: Any, path: Path) -> None:
-    """A palette PNG (adaptive, no dithering): same pixels to the eye, a third of the bytes."""
-    from PIL import Image
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    palette = image.convert("RGB").quantize(
-        colors=PALETTE_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
-    )
-    palette.save(path, format="PNG", optimize=True)
-
-
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", newline="\n")

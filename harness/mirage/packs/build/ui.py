@@ -8,26 +8,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from harness.mirage.packs.build.render import pil_font, save_pil_png
+from harness.kit.packfiles import pil_font, save_pil_png, wrap_text
 
 WIDTH, HEIGHT = 540, 1000
 ACCENT = (230, 92, 40)
 INK = (30, 30, 36)
 MUTED = (110, 110, 120)
 CARD = (244, 244, 247)
-
-
-def _wrap(draw: Any, text: str, font: Any, width: int) -> list[str]:
-    lines: list[str] = []
-    current = ""
-    for word in text.split():
-        candidate = f"{current} {word}".strip()
-        if draw.textlength(candidate, font=font) <= width or not current:
-            current = candidate
-        else:
-            lines.append(current)
-            current = word
-    return [*lines, current] if current else lines
 
 
 def _pretty_date(iso: str, weekday: bool = False) -> str:
@@ -134,7 +121,7 @@ def render_notifications(data: dict[str, Any], path: Path) -> None:
 
 def _notification_card(draw: Any, item: dict[str, Any], top: int) -> int:
     body_font = pil_font(16)
-    lines = _wrap(draw, item["body"], body_font, WIDTH - 72)
+    lines = wrap_text(draw, item["body"], body_font, WIDTH - 72)
     bottom = top + 62 + 22 * len(lines)
     draw.rounded_rectangle((16, top, WIDTH - 16, bottom), radius=16, fill=(236, 238, 244))
     draw.text((34, top + 10), item["app"].upper(), font=pil_font(13, bold=True), fill=MUTED)
