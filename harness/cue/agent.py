@@ -25,7 +25,8 @@ from harness.cue.config import AgentSpec
 from harness.cue.records import CueUsage
 from harness.cue.schema import Question
 from harness.cue.systems import ProfileRun, Response, ranked_rounds
-from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply
+from harness.kit.agents.base import ProbeReply
+from harness.kit.agents.factory import external_adapter
 from harness.kit.agents.restore import SessionPoint, save_session_point
 from harness.kit.attribution import log_size, read_calls_from
 from runtime.session import AgentConfig, Session
@@ -51,23 +52,6 @@ def profile_checkpoint(directory: Path, profile: ProfileRun) -> SessionPoint:
     return save_session_point(directory, session)
 
 
-def make_adapter(spec: AgentSpec, memory_url: MemoryURL) -> AgentUnderTest:
-    from harness.kit.agents.command import CommandAgent, parse_command
-    from harness.kit.agents.factory import agent_spec
-    from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
-
-    kind, target = agent_spec(spec.agent)
-    if kind == "openai":
-        return OpenAIEndpointAgent(
-            target,
-            model=spec.agent_model,
-            api_key=os.environ.get(API_KEY_ENV),
-            memory_url=memory_url,
-            timeout_s=spec.timeout_s,
-        )
-    return CommandAgent(parse_command(target), memory_url=memory_url, timeout_s=spec.timeout_s)
-
-
 class AgentMemory:
     def __init__(
         self,
@@ -78,7 +62,13 @@ class AgentMemory:
     ) -> None:
         endpoint, self.rounds, self.call_log = served
         self.units = {u.round_id: u for u in profile.units}
-        self.adapter = make_adapter(spec, endpoint.tagged_url)
+        self.adapter = external_adapter(
+            spec.agent,
+            model=spec.agent_model,
+            api_key=os.environ.get(API_KEY_ENV),
+            timeout_s=spec.timeout_s,
+            memory_url=endpoint.tagged_url,
+        )
         self.checkpoint = profile_checkpoint(checkpoint_dir, profile)
 
     async def respond(self, question: Question, tag: str) -> Response:

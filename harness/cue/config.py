@@ -74,7 +74,7 @@ class AgentSpec(_Strict):
     def _agent(cls, value: str) -> str:
         from harness.kit.agents.factory import agent_spec
 
-        agent_spec(value)
+        agent_spec(value, openclaw=False)
         return value
 
 

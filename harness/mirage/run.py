@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
+from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.memory import memory_endpoint
 from harness.kit.rundir import RUN_CONFIG, model_slug, pack_digest
 from harness.mirage.checkpoints import (
@@ -499,22 +499,16 @@ class MirageRun:
 
     def external_agent(self, call_log: Path) -> AttributedAgent:
         """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
-        from harness.kit.agents.command import CommandAgent, parse_command
-        from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
+        from harness.kit.agents.factory import external_adapter
         from harness.kit.attribution import AttributedAgent
 
         assert self.config.agent is not None
-        kind, target = agent_spec(self.config.agent)
-        inner: AgentUnderTest
-        if kind == "openai":
-            inner = OpenAIEndpointAgent(
-                target,
-                model=self.config.agent_model,
-                api_key=self.config.agent_api_key,
-                timeout_s=self.config.agent_timeout_s,
-            )
-        else:
-            inner = CommandAgent(parse_command(target), timeout_s=self.config.agent_timeout_s)
+        inner = external_adapter(
+            self.config.agent,
+            model=self.config.agent_model,
+            api_key=self.config.agent_api_key,
+            timeout_s=self.config.agent_timeout_s,
+        )
         return AttributedAgent(inner, call_log)
 
     async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
