@@ -23,8 +23,8 @@ from typing import Any
 from harness.cue.answer import question_block
 from harness.cue.config import AgentSpec
 from harness.cue.records import CueUsage
+from harness.cue.responder import ProfileRun, Response, ranked_rounds
 from harness.cue.schema import Question
-from harness.cue.systems import ProfileRun, Response, ranked_rounds
 from harness.kit.agents.base import ProbeReply
 from harness.kit.agents.factory import external_adapter
 from harness.kit.agents.restore import SessionPoint, save_session_point

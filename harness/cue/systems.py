@@ -43,6 +43,7 @@ from harness.cue.config import (
     SystemSpec,
 )
 from harness.cue.records import CueUsage
+from harness.cue.responder import ProfileRun, Responder, Response, ranked_rounds
 from harness.cue.schema import Question
 from harness.cue.textualize import MemoryUnit
 from runtime.backbones.base import Backbone, ProviderError
@@ -71,24 +72,6 @@ class Retriever(Protocol):
     """One retrieval system's memory of one profile."""
 
     async def retrieve(self, question: Question, tag: str) -> Retrieval: ...
-
-
-class Response(BaseModel):
-    """One answered question: the reply (or the failure) and what the answerer was shown."""
-
-    text: str | None = None
-    error: str | None = None
-    ranked: tuple[str, ...] = ()
-    in_context: tuple[str, ...] = ()
-    memory_tokens: int = 0
-    usage: CueUsage = CueUsage()
-    latency_s: float = 0.0
-
-
-class Responder(Protocol):
-    """A system's memory of one profile, able to answer a question."""
-
-    async def respond(self, question: Question, tag: str) -> Response: ...
 
 
 class Answerer:
@@ -328,10 +311,6 @@ async def memory_server(
         index.close()
 
 
-def ranked_rounds(hit_ids: Sequence[str], rounds: dict[str, str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(rounds[h] for h in hit_ids if h in rounds))
-
-
 class MirageMemory:
     def __init__(
         self, endpoint: Any, rounds: dict[str, str], units: Sequence[MemoryUnit], k: int
@@ -360,19 +339,6 @@ class MirageMemory:
 
 
 # -- opening a system per profile -----------------------------------------------------------
-
-
-class ProfileRun(BaseModel):
-    """One profile under one condition: its history as text and all its questions (full
-    context is cut to fit the longest, so a resumed run cuts it the same way)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    profile_id: str
-    name: str
-    label: str
-    units: tuple[MemoryUnit, ...]
-    questions: tuple[Question, ...]
 
 
 class CueSystem:

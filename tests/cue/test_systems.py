@@ -17,8 +17,9 @@ from harness.cue.config import (
     SystemSpec,
 )
 from harness.cue.pack import DEFAULT_PACK, CuePack, load_cue_pack
+from harness.cue.responder import ProfileRun, Response
 from harness.cue.schema import Question
-from harness.cue.systems import CueSystem, ProfileRun, Response, SystemContext
+from harness.cue.systems import CueSystem, SystemContext
 from harness.cue.textualize import textualize
 from memory_server.calllog import read_calls
 from runtime.backbones import FunctionBackbone

@@ -1,19 +1,21 @@
 """``mirage run --agent openclaw``: the MIRAGE protocol with the real OpenClaw in the loop.
 
-Above: ``harness.mirage.run.MirageRun`` (workspace, questions, probe loop, scoring, reports — the
-same as for the built-in runtime). Below: the pinned OpenClaw install, ``OpenClawHarness``, the
-trunk driver and the probe adapter. One memory server (a fixed loopback URL, as OpenClaw's MCP
-config needs) and one gateway serve both the trunk and the probes; the answering model is the run's
-first ``--model``. The checkpoint family is keyed by the trunk configuration plus the OpenClaw
-version, the user's OpenClaw settings and the answering model (which writes the compaction summaries
-and memory flushes), so a re-run reuses it and resumes the probes.
+Above: ``harness.mirage.run.MirageRun``, through ``MirageStages`` (workspace, questions, probe
+loop, scoring, reports — the same as for the built-in runtime). Below: the pinned OpenClaw
+install, ``OpenClawHarness``, the trunk driver and the probe adapter. One memory server (a fixed
+loopback URL, as OpenClaw's MCP config needs) and one gateway serve both the trunk and the
+probes; the answering model is the run's first ``--model``. The checkpoint family is keyed by the
+trunk configuration plus the OpenClaw version, the user's OpenClaw settings and the answering
+model (which writes the compaction summaries and memory flushes), so a re-run reuses it and
+resumes the probes.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -38,9 +40,42 @@ from harness.mirage.states import PAPER_WINDOW
 from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:
-    from harness.mirage.run import MirageRun
+    from harness.kit.agents.base import AgentUnderTest
+    from harness.kit.memory import MemoryEndpoint
+    from harness.mirage.config import RunConfig
+    from harness.mirage.packs import Pack
+    from harness.mirage.states import DepthProfile
 
 log = structlog.get_logger(__name__)
+
+
+class MirageStages(Protocol):
+    """What the OpenClaw run uses of the run around it (``harness.mirage.run.MirageRun``): its
+    options, folders, pack and states, backbones, trunk configuration, progress and probe loop."""
+
+    config: RunConfig
+    out: Path
+    workspace: Path
+    pack: Pack
+    profile: DepthProfile
+
+    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
+
+    def trunk_config(self) -> TrunkConfig: ...
+
+    def result_dirs(self) -> list[Path]: ...
+
+    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int: ...
+
+    def trunk_progress(self) -> Callable[[int, int], None] | None: ...
+
+    async def probe_states(
+        self,
+        agent: AgentUnderTest,
+        model_dir: Path,
+        checkpoints: dict[str, Checkpoint],
+        memory: MemoryEndpoint,
+    ) -> None: ...
 
 
 MIN_WINDOW = 16_384
@@ -54,7 +89,7 @@ def openclaw_window(model_window: int) -> int:
     return max(model_window, MIN_WINDOW)
 
 
-def answering_backbone(run: MirageRun, model: str, budget: int) -> Any:
+def answering_backbone(run: MirageStages, model: str, budget: int) -> Any:
     """The answering model with room for OpenClaw's window; a hosted model with less is an
     error, a local one is loaded with the larger context."""
     window = run.profile.window
@@ -70,7 +105,7 @@ def answering_backbone(run: MirageRun, model: str, budget: int) -> Any:
 
 
 def openclaw_trunk(
-    run: MirageRun, install: OpenClawInstall, user: dict[str, Any] | None
+    run: MirageStages, install: OpenClawInstall, user: dict[str, Any] | None
 ) -> TrunkConfig:
     answer = run.config.models[0]
     return run.trunk_config().model_copy(
@@ -109,7 +144,7 @@ def load_openclaw_family(family_dir: Path, states: list[str]) -> dict[str, Check
     return checkpoints
 
 
-async def run_openclaw(run: MirageRun, index: Any) -> Path:
+async def run_openclaw(run: MirageStages, index: Any) -> Path:
     """Trunk (or the reused family) and every probe of OpenClaw; returns the result folder."""
     from harness.kit.memory import memory_endpoint
     from memory_server.workspace import Workspace
