@@ -1,4 +1,5 @@
-"""Agents under test: the built-in runtime and adapters for agents we did not write."""
+"""Agents under test: the contract (``base``), the built-in runtime and adapters for agents we
+did not write, their one factory (``factory``) and restore points built in code (``restore``)."""
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply
 from harness.kit.agents.builtin import BuiltinAgent

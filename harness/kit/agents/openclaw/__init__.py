@@ -4,6 +4,6 @@
 ``config`` (its generated, merged, validated ``openclaw.json``); ``gateway`` and ``rpc`` (the
 gateway process, its chat endpoint and WebSocket RPC); ``endpoint`` (mirage's model endpoint
 routing ``trunk``/``answer``/``housekeeping``); ``harness`` (all of it running for one run);
-``trunk`` (the trunk replay and checkpoints); ``agent`` (a probe on a fresh fork);
-``run`` (``mirage run --agent openclaw``).
+``state`` (OpenClaw's session store and memory files); ``agent`` (a probe on a fresh fork).
+MIRAGE's trunk replay and ``mirage run --agent openclaw`` are ``harness.mirage.openclaw``.
 """
