@@ -22,7 +22,7 @@ from harness.mirage.packs.resolve import NoSupport, derive, format_answer
 from harness.mirage.packs.schema import Answerability, AnswerType
 from harness.mirage.packs.validate import validate_pack
 
-SOURCES = Path(__file__).resolve().parents[2] / "harness" / "packs" / "sources"
+SOURCES = Path(__file__).resolve().parents[2] / "harness" / "mirage" / "packs" / "sources"
 EXPECTED = {"mirage-core": (6, 100, 100), "mirage-ext": (6, 55, 54)}
 
 
