@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from _common import write_results
 
-from harness.agents.command import CommandAgent
-from harness.agents.openai_endpoint import OpenAIEndpointAgent
-from harness.agents.transcript import TranscriptSource
-from harness.attribution import AttributedAgent
-from harness.checkpoints import Checkpoint, write_checkpoint
+from harness.kit.agents.command import CommandAgent
+from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
+from harness.kit.agents.transcript import TranscriptSource
+from harness.kit.attribution import AttributedAgent
+from harness.mirage.checkpoints import Checkpoint, write_checkpoint
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session
 from tests.harness.agents_support import TRUNK, AgentServer, chat_app, completion

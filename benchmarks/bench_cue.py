@@ -26,7 +26,7 @@ from harness.cue.config import load_run_config
 from harness.cue.records import CueRecord
 from harness.cue.report import summary_table
 from harness.cue.run import CueRun
-from harness.records import read_records
+from harness.kit.results import read_records
 
 
 def per_condition(records: list[CueRecord]) -> dict[str, dict[str, float]]:

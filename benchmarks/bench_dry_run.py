@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import write_results
 
-from harness.plan import RunPlan, plan_run
-from harness.run import MirageRun, RunConfig
+from harness.mirage.config import RunConfig
+from harness.mirage.plan import RunPlan, plan_run
+from harness.mirage.run import MirageRun
 
 TARGET = 0.05
 

@@ -25,11 +25,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_results
 from bench_runtime import build_session
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import TrunkConfig, write_checkpoint
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.kit.results import ResultsLog
+from harness.mirage.checkpoints import TrunkConfig, write_checkpoint
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, Completion
 from runtime.mcp_client import MCPServerConfig, MCPToolset
@@ -105,7 +106,7 @@ async def bench(
         last = now
 
     name = f"results-{agent_class.__name__}-{memory_url is not None}.jsonl"
-    with ResultsLog(folder / name) as results:
+    with ResultsLog(folder / name, ProbeRecord) as results:
         resolver = KnownIdResolver(["chart_00000001"])
         try:
             await run_probes(agent, tasks, results, resolver, get_profile(), on_done=tick)

@@ -521,7 +521,7 @@ def quality(cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
 
 def pack_quality(name: str, cache_dir: Path, embedder: Embedder) -> dict[str, Any]:
     """The same comparison on a bundled evidence pack's answerable questions."""
-    from harness.packs import load_pack
+    from harness.mirage.packs import load_pack
 
     pack = load_pack(name)
     root = Path(tempfile.mkdtemp(prefix=f"mirage-{name}-")) / "ws"

@@ -33,11 +33,13 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from _common import write_results
 
-from harness.agents.openclaw.agent import OpenClawAgent
-from harness.agents.openclaw.config import ANSWER_MODEL
-from harness.agents.openclaw.gateway import free_port
-from harness.agents.openclaw.harness import OpenClawHarness
-from harness.agents.openclaw.run import require_install
+from harness.kit.agents.openclaw.agent import OpenClawAgent
+from harness.kit.agents.openclaw.config import ANSWER_MODEL
+from harness.kit.agents.openclaw.gateway import free_port
+from harness.kit.agents.openclaw.harness import OpenClawHarness
+from harness.kit.agents.openclaw.install import require_install
+from harness.mirage.states import PAPER_WINDOW
+from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones import Backbone, FunctionBackbone, make_backbone
 
 WINDOW = 16_384
@@ -65,14 +67,17 @@ async def timed(awaitable: Any) -> float:
 
 
 def harness(root: Path, answer: Backbone, memory_port: int) -> OpenClawHarness:
-    return OpenClawHarness(
+    claw = OpenClawHarness(
         require_install(),
         root / "openclaw",
         answer,
         window=WINDOW,
+        budget_window=PAPER_WINDOW,
         answer_max_tokens=64,
         memory_url=f"http://127.0.0.1:{memory_port}/mcp",
     )
+    claw.endpoint.trunk.reply = SCRIPTED_ACKNOWLEDGEMENT  # the bench's trunk turns are filler
+    return claw
 
 
 async def measure(root: Path, probes: int) -> dict[str, Any]:

@@ -25,11 +25,12 @@ from _common import write_results
 from bench_harness import trunk_config
 from bench_runtime import build_session
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import write_checkpoint
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.kit.results import ResultsLog, read_records
+from harness.mirage.checkpoints import write_checkpoint
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.backbones import LiteLLMBackbone
 from tests.fakes.caching_provider import CachingProvider
 
@@ -54,7 +55,7 @@ async def shares(
     backbone = LiteLLMBackbone(model, api_base=base, api_key="k", max_output_tokens=64)
     agent = BuiltinAgent(backbone, memory_url=None, max_output_tokens=64)
     log = folder / f"{model.replace('/', '_')}.jsonl"
-    with ResultsLog(log) as results:
+    with ResultsLog(log, ProbeRecord) as results:
         await run_probes(agent, tasks, results, KnownIdResolver([]), get_profile())
     return [
         {
@@ -64,7 +65,7 @@ async def shares(
             "cache_write": record.usage.cache_write_tokens,
             "share": round((record.usage.cached_tokens or 0) / (record.usage.input_tokens or 1), 4),
         }
-        for record in read_records(log)
+        for record in read_records(log, ProbeRecord)
     ]
 
 

@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import write_results
 
-from harness.records import RecordKey, ResultsLog, build_record
-from harness.scoring import Gold, KnownIdResolver
+from harness.kit.results import ResultsLog
+from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
 REPLY = "ANSWERABLE=YES\nSOURCE=chart_1.png\nANSWER=about 42\n" + "reasoning " * 60
@@ -56,7 +57,7 @@ def results_log_ms(count: int, folder: Path) -> float:
         build_record(RecordKey("S1-d0", "C0", f"q{i}", 0), REPLY, GOLD, resolver, latency_s=1.0)
         for i in range(count)
     ]
-    with ResultsLog(folder / "results.jsonl") as results:
+    with ResultsLog(folder / "results.jsonl", ProbeRecord) as results:
         started = time.perf_counter()
         for record in records:
             results.append(record)

@@ -27,11 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.harness.paper_tables
 
-from harness.aggregate import aggregate  # noqa: E402
-from harness.protocol import PROFILE_NAMES  # noqa: E402
-from harness.records import RecordKey, ResultsLog, build_record, read_records  # noqa: E402
-from harness.report import write_report  # noqa: E402
-from harness.scoring import SourceResolver, get_profile, score_reply  # noqa: E402
+from harness.kit.results import ResultsLog, read_records  # noqa: E402
+from harness.mirage.aggregate import aggregate  # noqa: E402
+from harness.mirage.protocol import PROFILE_NAMES  # noqa: E402
+from harness.mirage.records import ProbeRecord, RecordKey, build_record  # noqa: E402
+from harness.mirage.report import write_report  # noqa: E402
+from harness.mirage.scoring import SourceResolver, get_profile, score_reply  # noqa: E402
 from memory_server.workspace import Workspace  # noqa: E402
 from tests.harness.paper_tables import ARTIFACTS, MODELS, Probe, build_probes  # noqa: E402
 
@@ -74,17 +75,17 @@ def _score_timings(probes: list[Probe], workspace: Workspace) -> dict[str, float
 def _log_timings(probes: list[Probe], resolver: SourceResolver, tmp: Path) -> dict[str, float]:
     path = tmp / "results.jsonl"
     append_times = []
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         for index, probe in enumerate(probes):  # three runs, as in the paper
             key = RecordKey(probe.state, "C0", f"{probe.question_id}.{index}", index % 3)
             record = build_record(key, probe.raw_output, probe.gold, resolver)
             append_times.append(_timed(partial(results.append, record)))
-    records = read_records(path)
+    records = read_records(path, ProbeRecord)
     return {
         "append_fsync_ms_p50": 1e3 * statistics.median(append_times),
         "append_fsync_ms_p95": 1e3 * sorted(append_times)[int(0.95 * len(append_times))],
-        "read_all_s": _timed(lambda: read_records(path)),
-        "resume_open_s": _timed(lambda: ResultsLog(path).close()),
+        "read_all_s": _timed(lambda: read_records(path, ProbeRecord)),
+        "resume_open_s": _timed(lambda: ResultsLog(path, ProbeRecord).close()),
         "aggregate_s": _timed(lambda: aggregate(records)),
         "report_with_figures_s": _timed(lambda: write_report(tmp, records)),
     }

@@ -1,5 +1,10 @@
-"""The import rule (docs/architecture.md): imports run one way, harness → compaction /
-memory_server → runtime, and only the composition root ``mirage`` imports every package.
+"""The import rules (docs/architecture.md):
+
+- imports run one way, harness → compaction / memory_server → runtime, and only the composition
+  root ``mirage`` imports every package;
+- inside ``harness``, the kit (``harness.kit``) imports no protocol, and a protocol
+  (``harness.mirage``, ``harness.cue``) imports the kit, never the other protocol;
+- no import circles among the modules of one package.
 
 Every module of every package is read with ``ast``, including imports inside functions and under
 ``TYPE_CHECKING``, relative imports, and ``importlib.import_module("…")`` with a literal name.
@@ -8,7 +13,7 @@ Every module of every package is read with ``ast``, including imports inside fun
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -40,15 +45,22 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
 
 def imported_names(path: Path, root: Path) -> Iterator[tuple[int, str]]:
     """(line, module) of every import in the file at ``path``."""
+    yield from ((line, names[0]) for line, names in _imports(path, root))
+
+
+def _imports(path: Path, root: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line, what one import names): ``[X]`` for ``import X`` (and a dynamic import),
+    ``[X, X.a, X.b]`` for ``from X import a, b`` (``a`` may be a submodule or a name)."""
     module = _module_name(path, root)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name) for alias in node.names)
+            yield from ((node.lineno, [alias.name]) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            yield node.lineno, _absolute(node, module, path.name == "__init__.py")
+            base = _absolute(node, module, path.name == "__init__.py")
+            yield node.lineno, [base, *(f"{base}.{alias.name}" for alias in node.names)]
         elif isinstance(node, ast.Call) and (target := _dynamic_import(node)) is not None:
-            yield node.lineno, target
+            yield node.lineno, [target]
 
 
 def _dynamic_import(node: ast.Call) -> str | None:
@@ -78,6 +90,102 @@ def upward_imports(root: Path) -> list[str]:
     return problems
 
 
+KIT = "harness.kit"
+PROTOCOLS = ("harness.mirage", "harness.cue")
+KNOWN_CIRCLES: list[frozenset[str]] = [
+    frozenset({"memory_server.chroma_ef", "memory_server.embedding"}),  # issue 25, being split
+]
+"""Circles that exist and are being removed; delete an entry once its circle is gone."""
+
+
+def _part(module: str) -> str | None:
+    """The kit or protocol ``module`` belongs to (None: not inside one)."""
+    return next((p for p in (KIT, *PROTOCOLS) if module == p or module.startswith(p + ".")), None)
+
+
+def harness_layer_problems(root: Path) -> list[str]:
+    """One line per import inside ``harness`` that crosses the kit/protocol rule, and per
+    module that sits outside the kit and the protocols."""
+    problems = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        module, where = _module_name(path, root), path.relative_to(root)
+        own = _part(module)
+        if own is None:
+            if module != "harness":
+                problems.append(
+                    f"{where} is in neither {KIT} nor a protocol ({', '.join(PROTOCOLS)})"
+                )
+            continue
+        for line, names in _imports(path, root):
+            target = next((name for name in names if _part(name) is not None), names[0])
+            theirs = _part(target)
+            if theirs is None or theirs in (own, KIT):
+                continue
+            rule = "the kit imports no protocol" if own == KIT else f"{own} never imports {theirs}"
+            problems.append(f"{where}:{line} imports {target} ({rule})")
+    return problems
+
+
+def import_graph(root: Path, package: str) -> dict[str, dict[str, int]]:
+    """module -> {module it imports: line} among the modules of ``package``: ``from X import a``
+    imports ``X.a`` when that is a module, else ``X``; any other name, the longest module it
+    names."""
+    paths = {_module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in paths.items():
+        edges = graph.setdefault(module, {})
+        for line, (base, *members) in _imports(path, root):
+            targets = [name for name in members if name in paths]
+            if len(targets) < len(members) or not members:
+                targets.append(base)  # a name defined in ``base`` itself, or ``import base``
+            for found in filter(None, (_longest_module(t, paths) for t in targets)):
+                if found != module:
+                    edges.setdefault(found, line)
+    return graph
+
+
+def _longest_module(name: str, modules: Mapping[str, object]) -> str | None:
+    parts = name.split(".")
+    prefixes = (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+    return next((prefix for prefix in prefixes if prefix in modules), None)
+
+
+def _reachable(graph: dict[str, dict[str, int]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Each group of modules that import each other, directly or not (sorted)."""
+    reach = {module: _reachable(graph, module) for module in graph}
+    groups = {
+        frozenset(m for m in reach[module] if module in reach[m]) | {module}
+        for module in graph
+        if module in reach[module]
+    }
+    return sorted(sorted(group) for group in groups)
+
+
+def circle_problems(root: Path) -> list[str]:
+    """One line per import circle inside a package, naming each module and the import line."""
+    problems = []
+    for package in PACKAGES:
+        graph = import_graph(root, package)
+        for group in circles(graph):
+            if frozenset(group) in KNOWN_CIRCLES:
+                continue
+            links = [
+                f"{a} -> {b} (line {graph[a][b]})" for a in group for b in group if b in graph[a]
+            ]
+            problems.append(f"import circle in {package}: " + "; ".join(links))
+    return problems
+
+
 def test_imports_run_one_way() -> None:
     problems = upward_imports(ROOT)
     assert not problems, "upward imports:\n" + "\n".join(problems)
@@ -91,7 +199,7 @@ def test_every_package_is_checked() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("import harness.run\n", "runtime/x.py:1 imports harness.run"),
+        ("import harness.mirage.run\n", "runtime/x.py:1 imports harness.mirage.run"),
         (
             "def f():\n    from memory_server import server\n",
             "runtime/x.py:2 imports memory_server",
@@ -117,3 +225,75 @@ def test_an_upward_import_is_named_with_its_line(
     (tmp_path / "harness" / "ok.py").write_text("import runtime\nfrom compaction import x\n")
     (problem,) = upward_imports(tmp_path)
     assert expected in problem and "runtime may import no other mirage package" in problem
+
+
+def test_the_kit_imports_no_protocol_and_protocols_not_each_other() -> None:
+    problems = harness_layer_problems(ROOT)
+    assert not problems, "kit/protocol imports:\n" + "\n".join(problems)
+
+
+def test_no_import_circles_inside_a_package() -> None:
+    problems = circle_problems(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_known_circle_still_exists() -> None:
+    found = {frozenset(g) for package in PACKAGES for g in circles(import_graph(ROOT, package))}
+    gone = [sorted(known) for known in KNOWN_CIRCLES if known not in found]
+    assert not gone, f"circles {gone} are gone: delete them from KNOWN_CIRCLES"
+
+
+def _harness_tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for package in ("harness", "harness/kit", "harness/mirage", "harness/cue"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    for name, source in files.items():
+        (tmp_path / name).write_text(source)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {"harness/kit/x.py": "def f():\n    from harness.mirage import run\n"},
+            "harness/kit/x.py:2 imports harness.mirage (the kit imports no protocol)",
+        ),
+        (
+            {"harness/cue/x.py": "from harness.mirage.records import ProbeRecord\n"},
+            "harness/cue/x.py:1 imports harness.mirage.records (harness.cue never imports "
+            "harness.mirage)",
+        ),
+        (
+            {"harness/mirage/x.py": "from harness import cue\n"},
+            "harness/mirage/x.py:1 imports harness.cue (harness.mirage never imports harness.cue)",
+        ),
+        (
+            {"harness/shared.py": "import harness.kit\n"},
+            "harness/shared.py is in neither harness.kit nor a protocol",
+        ),
+    ],
+)
+def test_a_kit_or_protocol_violation_is_named(
+    tmp_path: Path, files: dict[str, str], expected: str
+) -> None:
+    root = _harness_tree(tmp_path, {**files, "harness/cue/ok.py": "from harness.kit import x\n"})
+    problems = harness_layer_problems(root)
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_an_import_circle_is_named_even_through_a_function(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "compaction" / "a.py").write_text("from compaction import b\n")
+    (tmp_path / "compaction" / "b.py").write_text(
+        "import os\n\ndef f():\n    import compaction.c\n"
+    )
+    (tmp_path / "compaction" / "c.py").write_text("from compaction.a import thing\n")
+    (tmp_path / "compaction" / "d.py").write_text("from compaction import a\n")  # no circle
+    (problem,) = circle_problems(tmp_path)
+    assert problem == (
+        "import circle in compaction: compaction.a -> compaction.b (line 1); "
+        "compaction.b -> compaction.c (line 4); compaction.c -> compaction.a (line 1)"
+    )

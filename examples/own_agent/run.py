@@ -84,12 +84,13 @@ def agent_tool_use(log: Path) -> dict[str, int]:
 
 
 def compare(results: Path, log: Path) -> str:
-    from harness.records import read_records
+    from harness.kit.results import read_records
+    from harness.mirage.records import ProbeRecord
 
     used = agent_tool_use(log)
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     mismatched = []
-    for record in read_records(results):
+    for record in read_records(results, ProbeRecord):
         tag = getattr(record, "tag", "")
         server = record.path == "R_tool"
         agent = used.get(tag, 0) > 0

@@ -1,16 +1,17 @@
-"""An agent we did not write as a CUE memory system, through the existing agent adapters.
+"""An agent we did not write as a CUE memory system, through the kit's agent adapters.
 
 Above: ``CueSystem`` (systems.py) for a condition whose system has ``kind: agent``. Below: the
-adapters of ``harness.agents`` (``openai:URL`` — an OpenAI-compatible endpoint; ``cmd:PATH`` —
-one JSON request on stdin, one reply on stdout; docs/own_agent.md) and the memory server.
+kit's adapter factory (``harness.kit.agents.factory``: ``openai:URL`` — an OpenAI-compatible
+endpoint; ``cmd:PATH`` — one JSON request on stdin, one reply on stdout; docs/own_agent.md) and
+the memory server.
 
-The adapters restore a checkpoint for each probe. A CUE question has no conversation to restore,
-so each profile gets a checkpoint of an empty session whose system prompt says where the memory
-is; the history is reachable only through the memory server at the question's own tagged URL
-(``X-Mirage-Memory-Url`` / ``MIRAGE_MEMORY_URL``). What the agent retrieved is read back from the
-server's call log: the ``artifact_recall`` hits logged under the question's tag, from the byte
-offset the log had when the question started (so a resumed run never counts old calls). This is
-the thin seam issue 11 will replace with a formal ``AgentUnderTest`` that needs no checkpoint.
+The adapters restore a ``RestorePoint`` for each probe. A CUE question has no conversation to
+restore, so each profile gets the restore point of an empty session (the kit's
+``save_session_point``) whose system prompt says where the memory is; the history is reachable
+only through the memory server at the question's own tagged URL (``X-Mirage-Memory-Url`` /
+``MIRAGE_MEMORY_URL``). What the agent retrieved is read back from the server's call log: the
+``artifact_recall`` hits logged under the question's tag, from the byte offset the log had when
+the question started (so a resumed run never counts old calls).
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.agents.base import AgentUnderTest, MemoryURL, ProbeReply
-from harness.attribution import log_size, read_calls_from
-from harness.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
 from harness.cue.answer import question_block
 from harness.cue.config import AgentSpec
 from harness.cue.records import CueUsage
+from harness.cue.responder import ProfileRun, Response, ranked_rounds
 from harness.cue.schema import Question
-from harness.cue.systems import ProfileRun, Response, ranked_rounds
+from harness.kit.agents.base import ProbeReply
+from harness.kit.agents.factory import external_adapter
+from harness.kit.agents.restore import SessionPoint, save_session_point
+from harness.kit.attribution import log_size, read_calls_from
 from runtime.session import AgentConfig, Session
 from runtime.tokens import count_tokens
 
@@ -42,49 +44,12 @@ def agent_system_prompt(name: str) -> str:
     )
 
 
-def profile_checkpoint(directory: Path, profile: ProfileRun) -> Checkpoint:
-    """A checkpoint of an empty session carrying the agent's system prompt (one per profile)."""
+def profile_checkpoint(directory: Path, profile: ProfileRun) -> SessionPoint:
+    """The restore point of an empty session carrying the agent's system prompt (one per
+    profile), saved in ``directory``."""
     config = AgentConfig(model="agent-under-test", system_prompt=agent_system_prompt(profile.name))
     session = Session.new(config, AGENT_WINDOW, session_id=f"cue-{profile.profile_id}")
-    trunk = TrunkConfig(
-        pack="cue",
-        pack_digest="none",
-        seed=0,
-        trunk_model="none",
-        profile=f"cue:{profile.profile_id}",
-        window=AGENT_WINDOW,
-        states=((profile.profile_id, "cue", None, 0),),
-        summary_format="none",
-        summarizer_model="none",
-        memory_flush=False,
-        max_output_tokens=1,
-    )
-    return write_checkpoint(
-        directory.parent,
-        session,
-        state=directory.name,
-        trunk=trunk,
-        trunk_position=0,
-        trunk_turns_total=0,
-        workspace_version=None,
-    )
-
-
-def make_adapter(spec: AgentSpec, memory_url: MemoryURL) -> AgentUnderTest:
-    from harness.agents.command import CommandAgent, parse_command
-    from harness.agents.openai_endpoint import OpenAIEndpointAgent
-    from harness.run import agent_spec
-
-    kind, target = agent_spec(spec.agent)
-    if kind == "openai":
-        return OpenAIEndpointAgent(
-            target,
-            model=spec.agent_model,
-            api_key=os.environ.get(API_KEY_ENV),
-            memory_url=memory_url,
-            timeout_s=spec.timeout_s,
-        )
-    return CommandAgent(parse_command(target), memory_url=memory_url, timeout_s=spec.timeout_s)
+    return save_session_point(directory, session)
 
 
 class AgentMemory:
@@ -97,7 +62,13 @@ class AgentMemory:
     ) -> None:
         endpoint, self.rounds, self.call_log = served
         self.units = {u.round_id: u for u in profile.units}
-        self.adapter = make_adapter(spec, endpoint.tagged_url)
+        self.adapter = external_adapter(
+            spec.agent,
+            model=spec.agent_model,
+            api_key=os.environ.get(API_KEY_ENV),
+            timeout_s=spec.timeout_s,
+            memory_url=endpoint.tagged_url,
+        )
         self.checkpoint = profile_checkpoint(checkpoint_dir, profile)
 
     async def respond(self, question: Question, tag: str) -> Response:

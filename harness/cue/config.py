@@ -24,7 +24,7 @@ from harness.cue.metrics import MetricName
 from harness.cue.pack import DEFAULT_PACK
 from harness.cue.schema import AUDIO_LEVELS, IMAGE_LEVELS, AudioLevel, ImageLevel, Setting, Task
 from harness.cue.stats import Difference
-from harness.packs.schema import format_validation_error
+from harness.kit.packfiles import format_validation_error
 from runtime.backbones.base import LOCAL_PREFIX
 
 DEFAULT_MODEL = "local/smollm2-135m"
@@ -72,9 +72,9 @@ class AgentSpec(_Strict):
     @field_validator("agent")
     @classmethod
     def _agent(cls, value: str) -> str:
-        from harness.run import agent_spec
+        from harness.kit.agents.factory import agent_spec
 
-        agent_spec(value)
+        agent_spec(value, openclaw=False)
         return value
 
 

@@ -1,5 +1,5 @@
-"""PNG figures of a CUE report (matplotlib Agg, through the report figure helpers of
-``harness.report.figures``): accuracy by task × setting, Memory Avg with EI-Gap, retrieval
+"""PNG figures of a CUE report (matplotlib Agg, through the kit's figure helpers,
+``harness.kit.report.figures``): accuracy by task × setting, Memory Avg with EI-Gap, retrieval
 Recall@k, and the contrasts with their bootstrap intervals."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 from harness.cue.metrics import RETRIEVAL_CUTOFFS, ConditionMetrics
 from harness.cue.schema import TASK_LABELS, Setting, Task
 from harness.cue.stats import ContrastResult
-from harness.report.figures import _figure, _save
+from harness.kit.report.figures import new_figure, save_figure
 
 SETTING_COLOURS = {Setting.explicit: "#4c78a8", Setting.implicit: "#f58518"}
 
 
 def accuracy_by_task(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
-    figure, ax = _figure(9.0, 4.5)
+    figure, ax = new_figure(9.0, 4.5)
     groups = [(t, s) for t in Task for s in Setting]
     width = 0.8 / max(len(metrics), 1)
     for index, (name, m) in enumerate(metrics.items()):
@@ -29,11 +29,11 @@ def accuracy_by_task(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("Accuracy by task and setting (dashed: chance)")
     ax.legend(fontsize=6)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def memory_avg(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
-    figure, ax = _figure()
+    figure, ax = new_figure()
     names = list(metrics)
     for offset, setting in ((-0.2, Setting.explicit), (0.2, Setting.implicit)):
         values = [metrics[n].memory_avg[setting] or 0.0 for n in names]
@@ -53,11 +53,11 @@ def memory_avg(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
     ax.set_ylabel("Memory Avg (%)")
     ax.set_title("Memory Avg by setting")
     ax.legend(fontsize=7)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def retrieval_recall(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
-    figure, ax = _figure()
+    figure, ax = new_figure()
     for name, m in metrics.items():
         for setting in Setting:
             cut = m.retrieval[setting.value]
@@ -78,11 +78,11 @@ def retrieval_recall(metrics: dict[str, ConditionMetrics], path: Path) -> Path:
     ax.set_title("Retrieval recall (solid explicit, dashed implicit)")
     if ax.lines:
         ax.legend(fontsize=6)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def contrast_intervals(contrasts: list[ContrastResult], path: Path) -> Path:
-    figure, ax = _figure(7.0, 0.5 + 0.45 * max(len(contrasts), 1))
+    figure, ax = new_figure(7.0, 0.5 + 0.45 * max(len(contrasts), 1))
     shown = [c for c in contrasts if c.estimate is not None]
     for row, contrast in enumerate(shown):
         assert contrast.estimate is not None and contrast.ci_low is not None
@@ -93,7 +93,7 @@ def contrast_intervals(contrasts: list[ContrastResult], path: Path) -> Path:
     ax.set_yticks(range(len(shown)), [c.name for c in shown], fontsize=6)
     ax.set_xlabel("difference (points), 95% bootstrap interval")
     ax.set_title("Contrasts")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def draw_figures(

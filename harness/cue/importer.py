@@ -57,8 +57,7 @@ from harness.cue.schema import (
     Task,
     profile_file,
 )
-from harness.packs.build.render import write_text
-from harness.packs.schema import PackFormatError, format_validation_error
+from harness.kit.packfiles import PackFormatError, format_validation_error, write_text
 
 QA_KEY = "human-annotated QAs"
 POINT_TASKS = (

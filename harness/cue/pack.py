@@ -19,7 +19,7 @@ from harness.cue.schema import (
     QuestionBank,
     profile_file,
 )
-from harness.packs.schema import PackFormatError, load_model
+from harness.kit.packfiles import PackFormatError, load_model
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "packs"
 DEFAULT_PACK = "cue-en"

@@ -1,8 +1,8 @@
 """One answered CUE question: the line ``results.jsonl`` holds per (condition, question, repeat).
 
 Above: the runner appends records; metrics, statistics and the report read them. Below: the
-append-only, keyed, resumable log of ``harness.records`` (``ResultsLog``), which CUE shares with
-``mirage run``: a killed run resumes without losing or duplicating a record.
+kit's append-only, keyed, resumable log (``harness.kit.results.ResultsLog``), which CUE shares
+with ``mirage run``: a killed run resumes without losing or duplicating a record.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Above: the end of ``mirage cue run`` and ``mirage cue report DIR``. Below: ``run.json`` (the
 resolved configuration: conditions, contrasts, bootstrap) and ``results.jsonl`` of the folder,
-the metrics (``harness.cue.metrics``), the statistics (``harness.cue.stats``) and the shared
-markdown table helpers of ``harness.report.tables``.
+the metrics (``harness.cue.metrics``), the statistics (``harness.cue.stats``) and the kit's
+markdown table helpers (``harness.kit.report.tables``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from harness.cue.metrics import RETRIEVAL_CUTOFFS, ConditionMetrics, all_metrics
 from harness.cue.records import RESULTS_FILE, CueRecord
 from harness.cue.schema import MEMORY_TASKS, TASK_LABELS, Setting, Task
 from harness.cue.stats import ContrastResult, apply_holm, bootstrap_contrast
-from harness.records import read_records
-from harness.report.tables import fmt, markdown_table
+from harness.kit.report.tables import fmt, markdown_table
+from harness.kit.results import read_records
 from runtime.backbones.base import LOCAL_PREFIX
 
 SUMMARY_FILE = "summary.json"

@@ -31,11 +31,12 @@ from harness.cue.answer import parse_choice
 from harness.cue.config import AgentSpec, Condition, CueRunConfig
 from harness.cue.pack import CuePack, load_cue_pack
 from harness.cue.records import RESULTS_FILE, CueKey, CueRecord
+from harness.cue.responder import ProfileRun, Responder, Response
 from harness.cue.schema import Question
-from harness.cue.systems import CueSystem, ProfileRun, Responder, Response, SystemContext
+from harness.cue.systems import CueSystem, SystemContext
 from harness.cue.textualize import textualize
-from harness.records import ResultsLog
-from harness.run import model_slug, pack_digest
+from harness.kit.results import ResultsLog
+from harness.kit.rundir import model_slug, pack_digest
 from runtime.backbones.base import LOCAL_PREFIX
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """The CUE pack format (``cue-pack/1``): profiles with multi-session histories, and questions.
 
 Above: the pack loader, the importer, the builder, validation and the runner. Below: YAML/JSON
-files read with the evidence-pack helpers (``harness.packs.schema``), so every problem names the
-file, the dotted field path and the id of the record it sits in.
+files read with the kit's pack-file helpers (``harness.kit.packfiles``), so every problem names
+the file, the dotted field path and the id of the record it sits in.
 
 A history file (``profiles/<id>.yaml``) holds only what a user and an assistant exchanged — text,
 image captions and voice captions at each caption level — never a statement of the answers (the

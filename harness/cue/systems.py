@@ -4,7 +4,7 @@ the memory the answerer sees (and, for retrieval systems, a ranking of rounds).
 Above: the runner, which opens one system per condition and one profile at a time. Below:
 MiniLM embeddings and chroma (``memory_server.embedding``), mirage's memory server (workspace,
 hybrid index, MCP over streamable HTTP, its call log), and the agent adapters
-(``harness.agents``) for an agent we did not write.
+(``harness.kit.agents``) for an agent we did not write.
 
 - ``full_context``: every round, oldest first, cut from the oldest end until the prompt fits the
   answerer's window (counted with the model's own tokenizer when it has one, otherwise cl100k
@@ -43,6 +43,7 @@ from harness.cue.config import (
     SystemSpec,
 )
 from harness.cue.records import CueUsage
+from harness.cue.responder import ProfileRun, Responder, Response, ranked_rounds
 from harness.cue.schema import Question
 from harness.cue.textualize import MemoryUnit
 from runtime.backbones.base import Backbone, ProviderError
@@ -71,24 +72,6 @@ class Retriever(Protocol):
     """One retrieval system's memory of one profile."""
 
     async def retrieve(self, question: Question, tag: str) -> Retrieval: ...
-
-
-class Response(BaseModel):
-    """One answered question: the reply (or the failure) and what the answerer was shown."""
-
-    text: str | None = None
-    error: str | None = None
-    ranked: tuple[str, ...] = ()
-    in_context: tuple[str, ...] = ()
-    memory_tokens: int = 0
-    usage: CueUsage = CueUsage()
-    latency_s: float = 0.0
-
-
-class Responder(Protocol):
-    """A system's memory of one profile, able to answer a question."""
-
-    async def respond(self, question: Question, tag: str) -> Response: ...
 
 
 class Answerer:
@@ -313,7 +296,7 @@ async def memory_server(
     directory: Path, units: Sequence[MemoryUnit], shared_cache: Path
 ) -> AsyncIterator[tuple[Any, dict[str, str], Path]]:
     """The memory server over a workspace of ``units``: (endpoint, artifact -> round, call log)."""
-    from harness.run import memory_endpoint
+    from harness.kit.memory import memory_endpoint
     from memory_server.index import HybridIndex, IndexConfig
     from memory_server.workspace import Workspace
 
@@ -326,10 +309,6 @@ async def memory_server(
             yield endpoint, rounds, call_log
     finally:
         index.close()
-
-
-def ranked_rounds(hit_ids: Sequence[str], rounds: dict[str, str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(rounds[h] for h in hit_ids if h in rounds))
 
 
 class MirageMemory:
@@ -360,19 +339,6 @@ class MirageMemory:
 
 
 # -- opening a system per profile -----------------------------------------------------------
-
-
-class ProfileRun(BaseModel):
-    """One profile under one condition: its history as text and all its questions (full
-    context is cut to fit the longest, so a resumed run cuts it the same way)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    profile_id: str
-    name: str
-    label: str
-    units: tuple[MemoryUnit, ...]
-    questions: tuple[Question, ...]
 
 
 class CueSystem:

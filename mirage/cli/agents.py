@@ -1,7 +1,7 @@
 """``mirage agents install|list``: agents we did not write, installed into mirage's cache.
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
-``harness.agents.openclaw.install`` (npm, the npm registry only).
+``harness.kit.agents.openclaw.install`` (npm, the npm registry only).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def install_command(
 ) -> None:
     """Install a pinned OpenClaw and the Node 24 it needs into mirage's cache
     ($MIRAGE_CACHE_DIR, else ~/.cache/mirage). A second run is instant."""
-    from harness.agents.openclaw.install import (
+    from harness.kit.agents.openclaw.install import (
         DEFAULT_NODE_VERSION,
         DEFAULT_OPENCLAW_VERSION,
         InstallError,
@@ -80,7 +80,7 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """Show the installed agents: version, Node version, path, size."""
-    from harness.agents.openclaw.install import cache_root, list_installs
+    from harness.kit.agents.openclaw.install import cache_root, list_installs
 
     installs = list_installs()
     if as_json:

@@ -107,7 +107,7 @@ def run_command(
 def _make_run(config_path: Path | None, **options: Any) -> Any:
     from harness.cue.config import RunConfigError, load_run_config
     from harness.cue.run import CueRun
-    from harness.packs.schema import PackFormatError
+    from harness.kit.packfiles import PackFormatError
 
     overrides = _overrides(**options)
     try:
@@ -147,7 +147,7 @@ def _overrides(
 
 def _execute(run: Any) -> Any:
     from harness.cue.run import RunFolderError
-    from harness.records import ResultsLogError
+    from harness.kit.results import ResultsLogError
 
     try:
         return asyncio.run(run.execute())
@@ -166,7 +166,7 @@ def report_command(
 ) -> None:
     """Recompute metrics, bootstrap contrasts and figures from DIR/results.jsonl."""
     from harness.cue.report import summary_table, write_cue_report
-    from harness.records import ResultsLogError
+    from harness.kit.results import ResultsLogError
 
     try:
         files = write_cue_report(directory)
@@ -181,7 +181,7 @@ def validate_command(pack: PackArgument) -> None:
     """Check a CUE pack: files, clue ids, caption levels, support, no answer leaks."""
     from harness.cue.pack import load_cue_pack
     from harness.cue.validate import validate_cue_pack
-    from harness.packs.schema import PackFormatError
+    from harness.kit.packfiles import PackFormatError
 
     try:
         report = validate_cue_pack(load_cue_pack(pack))
@@ -245,7 +245,7 @@ def import_command(
     from harness.cue.importer import import_release
     from harness.cue.pack import load_cue_pack
     from harness.cue.validate import validate_cue_pack
-    from harness.packs.schema import PackFormatError
+    from harness.kit.packfiles import PackFormatError
 
     try:
         result = import_release(

@@ -21,7 +21,7 @@ def validate_command(
     ],
 ) -> None:
     """Check a pack: schema, files, pairing, golds against data, filler disjointness."""
-    from harness.packs.validate import validate_pack
+    from harness.mirage.packs.validate import validate_pack
 
     problems = validate_pack(pack)
     if problems:
@@ -37,9 +37,9 @@ def build_command(
     out: Annotated[Path | None, typer.Option(*OUT, help="output folder (default: bundled)")] = None,
     name: Annotated[list[str] | None, typer.Option("--name", help="build only these packs")] = None,
 ) -> None:
-    """Regenerate the bundled packs from harness/packs/sources."""
-    from harness.packs.build import BUNDLED_PACKS, build_pack
-    from harness.packs.pack import BUNDLED_DIR
+    """Regenerate the bundled packs from harness/mirage/packs/sources."""
+    from harness.mirage.packs.build import BUNDLED_PACKS, build_pack
+    from harness.mirage.packs.pack import BUNDLED_DIR
 
     target = out or BUNDLED_DIR
     target.mkdir(parents=True, exist_ok=True)
@@ -59,9 +59,9 @@ def import_command(
     name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
 ) -> None:
     """Turn a reference MIRAGE bank plus your artifact files into a pack, then validate it."""
-    from harness.packs.importer import import_bank
-    from harness.packs.schema import PackFormatError
-    from harness.packs.validate import validate_pack
+    from harness.kit.packfiles import PackFormatError
+    from harness.mirage.packs.importer import import_bank
+    from harness.mirage.packs.validate import validate_pack
 
     try:
         path = import_bank(bank, artifacts, out, name)

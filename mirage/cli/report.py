@@ -17,9 +17,9 @@ import typer
 from mirage.cli.options import WORKSPACE, fail
 
 if TYPE_CHECKING:
-    from harness.records import ProbeRecord
-    from harness.report import ReportFiles
-    from harness.scoring import ScoringProfile
+    from harness.mirage.records import ProbeRecord
+    from harness.mirage.report import ReportFiles
+    from harness.mirage.scoring import ScoringProfile
 
 DirArgument = Annotated[
     Path,
@@ -43,7 +43,7 @@ ScoringOption = Annotated[
 
 
 def _profile(name: str) -> ScoringProfile:
-    from harness.scoring import get_profile
+    from harness.mirage.scoring import get_profile
 
     try:
         return get_profile(name)
@@ -57,10 +57,11 @@ def _bad_file(exc: Exception) -> typer.Exit:
 
 
 def _read(directory: Path) -> list[ProbeRecord]:
-    from harness.records import RESULTS_FILE, ResultsLogError, read_records
+    from harness.kit.results import RESULTS_FILE, ResultsLogError, read_records
+    from harness.mirage.records import ProbeRecord
 
     try:
-        return read_records(directory / RESULTS_FILE)
+        return read_records(directory / RESULTS_FILE, ProbeRecord)
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except ResultsLogError as exc:
@@ -70,8 +71,9 @@ def _read(directory: Path) -> list[ProbeRecord]:
 def _rescored(
     directory: Path, records: list[ProbeRecord], profile: ScoringProfile, workspace: Path | None
 ) -> list[ProbeRecord]:
-    from harness.records import rescore_record
-    from harness.rundir import WorkspaceNotFoundError, source_resolver_for
+    from harness.kit.rundir import WorkspaceNotFoundError
+    from harness.mirage.records import rescore_record
+    from harness.mirage.scoring.profiles import source_resolver_for
 
     try:
         resolver = source_resolver_for(directory, profile, workspace)
@@ -85,7 +87,7 @@ def rescore(
 ) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs under a scoring profile,
     canonicalising SOURCE with the run's workspace (an error when it cannot be found)."""
-    from harness.records import RESULTS_FILE, ResultsLogError, rewrite_records
+    from harness.kit.results import RESULTS_FILE, ResultsLogError, rewrite_records
 
     profile = _profile(scoring)
     records = _read(directory)
@@ -133,8 +135,8 @@ def _report_one(
     directory: Path, profile: ScoringProfile, workspace: Path | None
 ) -> tuple[list[ProbeRecord], ReportFiles]:
     """Write DIR's report; records of another profile are rescored in memory for it."""
-    from harness.aggregate import MixedProfilesError
-    from harness.report import write_report
+    from harness.mirage.aggregate import MixedProfilesError
+    from harness.mirage.report import write_report
 
     records = _read(directory)
     note = None
@@ -179,13 +181,13 @@ def report(
     is left as it is; ``mirage rescore`` rewrites it). With several answerers (a run folder of
     several models, or several DIRs) also write comparison.md, comparison.json and
     comparison.html."""
-    from harness.report.compare import (
+    from harness.mirage.report.compare import (
         ComparisonInputError,
         NotComparableError,
         result_dirs,
         write_comparison,
     )
-    from harness.report.tables import table1, table2
+    from harness.mirage.report.tables import table1, table2
 
     profile = _profile(scoring)
     try:
@@ -217,14 +219,14 @@ def report(
 
 def _page(directory: Path) -> Path:
     """DIR's comparison.html or report.html, written first from results.jsonl if missing."""
-    from harness.report.compare import COMPARISON_HTML
-    from harness.report.html import HTML_FILE
+    from harness.mirage.report.compare import COMPARISON_HTML
+    from harness.mirage.report.html import HTML_FILE
 
     for name in (COMPARISON_HTML, HTML_FILE):
         if (directory / name).is_file():
             return directory / name
-    from harness.records import RESULTS_FILE
-    from harness.report import write_report
+    from harness.kit.results import RESULTS_FILE
+    from harness.mirage.report import write_report
 
     if not (directory / RESULTS_FILE).is_file():
         raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")

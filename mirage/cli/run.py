@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from harness.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.run import RunConfig
+from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
 from mirage.cli.options import EXIT_FAILURE, MODEL, OUT, SUMMARY_FORMAT, fail
 
 if TYPE_CHECKING:
-    from harness.report import ReportFiles
+    from harness.mirage.report import ReportFiles
 
 PLAIN_PROGRESS_INTERVAL_S = 5.0
 PLAIN_PROGRESS_HEARTBEAT_S = 60.0
@@ -310,11 +311,11 @@ def run(
     for files in reports:
         _print_report(files, config)
     if len(reports) > 1:
-        from harness.records import read_records
-        from harness.report.compare import write_comparison
+        from harness.kit.results import read_records
+        from harness.mirage.report.compare import write_comparison
 
         folders = [files.report.parent for files in reports]
-        answerers = {f: read_records(f) for f in folders}
+        answerers = {f: read_records(f, ProbeRecord) for f in folders}
         compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
@@ -323,13 +324,17 @@ def run(
 def _print_report(files: ReportFiles, config: RunConfig) -> None:
     """Table 1 of one result folder, its attribution summary (``--agent``) and where the report
     is."""
-    from harness.report.tables import table1
+    from harness.mirage.report.tables import table1
 
     folder = files.report.parent
     typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
     typer.echo(table1(files.aggregate))
     if config.agent is not None:
-        from harness.attribution import ATTRIBUTION_FILE, AttributionSummary, summary_text
+        from harness.mirage.report.attribution import (
+            ATTRIBUTION_FILE,
+            AttributionSummary,
+            summary_text,
+        )
 
         attribution = (folder / ATTRIBUTION_FILE).read_text()
         typer.echo("\n" + summary_text(AttributionSummary.model_validate_json(attribution)))
@@ -364,9 +369,9 @@ def _config(**fields: Any) -> RunConfig:
 
 
 def _plan(config: RunConfig) -> str:
-    from harness.plan import plan_run, plan_text
-    from harness.run import MirageRun, RunInputError
-    from harness.trunk import TrunkError
+    from harness.mirage.plan import plan_run, plan_text
+    from harness.mirage.run import MirageRun, RunInputError
+    from harness.mirage.trunk import TrunkError
 
     try:
         return plan_text(plan_run(MirageRun(config)))
@@ -376,9 +381,9 @@ def _plan(config: RunConfig) -> str:
 
 def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:
     """Run every stage; the report of each result folder."""
-    from harness.agents.openclaw.errors import OpenClawError
-    from harness.attribution import AttributionError
-    from harness.run import MirageRun, ResumeError, RunInputError
+    from harness.kit.agents.openclaw.errors import OpenClawError
+    from harness.kit.attribution import AttributionError
+    from harness.mirage.run import MirageRun, ResumeError, RunInputError
     from runtime.backbones.base import ProviderError
 
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.agents.openclaw.config import (
+from harness.kit.agents.openclaw.config import (
     ANSWER_MODEL,
     HOUSEKEEPING_MODEL,
     TRUNK_MODEL,
@@ -21,7 +21,8 @@ from harness.agents.openclaw.config import (
     rejection_message,
     scaled_budget,
 )
-from harness.run import RunConfig
+from harness.mirage.config import RunConfig
+from harness.mirage.states import PAPER_WINDOW
 
 
 def settings(window: int = 16_384) -> GatewaySettings:
@@ -33,6 +34,7 @@ def settings(window: int = 16_384) -> GatewaySettings:
         workspace=Path("/tmp/ws"),
         log_file=Path("/tmp/gw.log"),
         window=window,
+        budget_window=PAPER_WINDOW,
         answer_max_tokens=64,
         housekeeping_max_tokens=512,
     )
@@ -58,7 +60,7 @@ def test_budgets_scale_with_the_window_like_the_scaled_profile() -> None:
     small = generate_config(settings(12_000))["agents"]["defaults"]["compaction"]
     assert small["keepRecentTokens"] == 2_000  # 20 000 × 12k / 120k
     assert small["memoryFlush"]["softThresholdTokens"] == 400
-    assert scaled_budget(4_000, 240_000) == 4_000  # never above OpenClaw's default
+    assert scaled_budget(4_000, 240_000, PAPER_WINDOW) == 4_000  # never above OpenClaw's default
 
 
 def test_the_users_settings_merge_key_by_key(tmp_path: Path) -> None:

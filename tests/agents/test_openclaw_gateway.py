@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.openclaw.config import (
+from harness.kit.agents.openclaw.config import (
     GatewaySettings,
     OpenClawConfigError,
     generate_config,
@@ -16,14 +16,15 @@ from harness.agents.openclaw.config import (
     validate_config,
     write_config,
 )
-from harness.agents.openclaw.gateway import (
+from harness.kit.agents.openclaw.gateway import (
     GatewayError,
     GatewayPaths,
     GatewayProcess,
     free_port,
     gateway_env,
 )
-from harness.agents.openclaw.install import OpenClawInstall
+from harness.kit.agents.openclaw.install import OpenClawInstall
+from harness.mirage.states import PAPER_WINDOW
 
 FAKE = Path(__file__).parents[1] / "fakes" / "openclaw_gateway.py"
 TOKEN = "t" * 32
@@ -58,6 +59,7 @@ def configured(install: OpenClawInstall, root: Path, extra: dict[str, object] | 
         workspace=paths.workspace,
         log_file=paths.file_log,
         window=16_384,
+        budget_window=PAPER_WINDOW,
         answer_max_tokens=64,
         housekeeping_max_tokens=512,
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents.openclaw.install import (
+from harness.kit.agents.openclaw.install import (
     CACHE_ENV,
     InstallError,
     find_install,
@@ -183,7 +183,8 @@ def test_killed_install_never_looks_complete(tmp_path: Path, registry: FakeNpmRe
     root = tmp_path / "cache"
     registry.hang_tarball.add("openclaw")
     code = (
-        "from pathlib import Path; from harness.agents.openclaw.install import install_openclaw; "
+        "from pathlib import Path; "
+        "from harness.kit.agents.openclaw.install import install_openclaw; "
         f"install_openclaw(root=Path({str(root)!r}), registry={registry.url!r})"
     )
     child = subprocess.Popen(

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.agents.openclaw.install import (
+from harness.kit.agents.openclaw.install import (
     DEFAULT_OPENCLAW_VERSION,
     OpenClawInstall,
     install_openclaw,

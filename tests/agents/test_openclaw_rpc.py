@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from harness.agents.openclaw.rpc import GatewayRpc, RpcError
+from harness.kit.agents.openclaw.rpc import GatewayRpc, RpcError
 
 TOKEN = "secret-token"
 

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
-from harness.records import read_records
-from harness.run import MirageRun, RunConfig
+from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
+from harness.kit.results import read_records
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
+from harness.mirage.run import MirageRun
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, SystemMessage, ToolResultMessage, UserMessage
 
@@ -75,7 +77,7 @@ def test_openclaw_run_end_to_end_and_resume(tmp_path: Path) -> None:
         pytest.fail("OpenClaw is not installed: run `mirage agents install openclaw` first")
     out = tmp_path / "run"
     (folder,), model = run_once(out)
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len(records) == 2 * 4  # one answerable/unanswerable pair, C0, four states
     assert {r.state for r in records} == {"S1-d0", "S1-d50k", "S1-d80k", "S2"}
     assert all(r.provider_error is None for r in records), [r.provider_error for r in records]
@@ -91,4 +93,4 @@ def test_openclaw_run_end_to_end_and_resume(tmp_path: Path) -> None:
 
     (again,), _ = run_once(out)
     assert again == folder
-    assert len(read_records(folder)) == len(records)
+    assert len(read_records(folder, ProbeRecord)) == len(records)

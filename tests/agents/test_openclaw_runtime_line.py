@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from harness.agents.openclaw.agent import OpenClawAgent
-from harness.agents.openclaw.endpoint import ModelEndpoint, SessionIdentity, TrunkRuntimeLine
-from harness.agents.openclaw.state import SessionNode, session_node
+from harness.kit.agents.openclaw.agent import OpenClawAgent
+from harness.kit.agents.openclaw.endpoint import ModelEndpoint, SessionIdentity, TrunkRuntimeLine
+from harness.kit.agents.openclaw.state import SessionNode, session_node
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, UserMessage
 from runtime.serve.requestlog import read_request_log

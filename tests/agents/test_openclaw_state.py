@@ -11,25 +11,25 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.agents.base import ProbeReply
-from harness.agents.openclaw.agent import (
+from harness.kit.agents.base import ProbeReply, ToolCallRecord
+from harness.kit.agents.openclaw.agent import (
     OWN_MEMORY_READS,
     OpenClawAttributedAgent,
     own_memory_reads,
     reported_calls,
     restored_digest,
 )
-from harness.agents.openclaw.endpoint import ModelEndpoint
-from harness.agents.openclaw.state import (
+from harness.kit.agents.openclaw.endpoint import ModelEndpoint
+from harness.kit.agents.openclaw.state import (
     copy_memory,
     history_digest,
     is_memory_path,
     memory_digest,
     session_node,
 )
-from harness.checkpoints import Checkpoint
-from harness.records import ToolCallRecord, retrieval_path
-from harness.trunk import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.records import retrieval_path
+from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones import FunctionBackbone
 from runtime.serve import RequestRecord
 from runtime.serve.requestlog import LoggedCall, read_request_log

@@ -7,14 +7,19 @@ from typing import Any
 
 import pytest
 
-from harness.agents.openclaw.errors import OpenClawError
-from harness.agents.openclaw.run import load_openclaw_family, openclaw_window
-from harness.agents.openclaw.state import SessionNode, read_openclaw_checkpoint
-from harness.agents.openclaw.trunk import MEMORY_COPY, TRUNK_SESSION, OpenClawTrunk
-from harness.checkpoints import TrunkConfig
-from harness.packs import load_pack
-from harness.states import scaled_profile
-from harness.trunk import SCRIPTED_ACKNOWLEDGEMENT, TrunkError
+from harness.kit.agents.openclaw.errors import OpenClawError
+from harness.kit.agents.openclaw.state import (
+    MEMORY_COPY,
+    TRUNK_SESSION,
+    SessionNode,
+    read_openclaw_checkpoint,
+)
+from harness.mirage.checkpoints import TrunkConfig
+from harness.mirage.openclaw.run import load_openclaw_family, openclaw_window
+from harness.mirage.openclaw.trunk import OpenClawTrunk
+from harness.mirage.packs import load_pack
+from harness.mirage.states import scaled_profile
+from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT, TrunkError
 
 
 class FakeOpenClaw:
@@ -151,8 +156,9 @@ def test_openclaw_gets_at_least_a_16k_window() -> None:
 
 
 def test_the_answering_model_gets_openclaws_window(tmp_path: Path) -> None:
-    from harness.agents.openclaw.run import answering_backbone
-    from harness.run import MirageRun, RunConfig
+    from harness.mirage.config import RunConfig
+    from harness.mirage.openclaw.run import answering_backbone
+    from harness.mirage.run import MirageRun
     from runtime.backbones import FunctionBackbone
 
     local = MirageRun(RunConfig(agent="openclaw", out=tmp_path / "a"))

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK
 from harness.cue.records import CueRecord
-from harness.records import read_records
+from harness.kit.results import read_records
 from mirage.cli import app
 
 

@@ -14,7 +14,7 @@ from harness.cue.importer import import_release
 from harness.cue.pack import load_cue_pack
 from harness.cue.schema import Setting, Task
 from harness.cue.validate import validate_cue_pack
-from harness.packs.schema import PackFormatError
+from harness.kit.packfiles import PackFormatError
 from mirage.cli import app
 from tests.cue.release_fixture import CANARY, INSTRUCTION, mutated, release_profile, write_release
 

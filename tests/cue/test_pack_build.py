@@ -15,7 +15,7 @@ from harness.cue.build import build_cue_pack
 from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK, load_cue_pack
 from harness.cue.schema import Setting
 from harness.cue.validate import validate_cue_pack
-from harness.packs.schema import PackFormatError
+from harness.kit.packfiles import PackFormatError
 
 
 def _files(root: Path) -> dict[str, bytes]:

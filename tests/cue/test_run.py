@@ -16,7 +16,7 @@ from harness.cue.config import RunConfigError, load_run_config
 from harness.cue.pack import BUNDLED_DIR, DEFAULT_PACK
 from harness.cue.records import CueRecord
 from harness.cue.run import CueRun, RunFolderError
-from harness.records import read_records
+from harness.kit.results import read_records
 from mirage.cli import app
 from runtime.backbones import FunctionBackbone, ProviderError
 from runtime.messages import Message, UserMessage

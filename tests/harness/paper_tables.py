@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.scoring import Gold
+from harness.mirage.scoring import Gold
 
 STATES = ("S1-d0", "S1-d50k", "S1-d80k", "S2")
 MODELS = (

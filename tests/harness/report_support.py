@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.packs import load_pack
-from harness.records import RecordKey, ResultsLog, build_record
-from harness.scoring import Gold, KnownIdResolver
+from harness.kit.results import ResultsLog
+from harness.mirage.packs import load_pack
+from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.scoring import Gold, KnownIdResolver
 from memory_server.calllog import CallLog, CallRecord, now_iso
 
 PACK = load_pack("mirage-core")
@@ -37,7 +38,7 @@ def write_result_folder(run: Path, model: str = "tester") -> Path:
     (run / "run.json").write_text(json.dumps({"pack": "mirage-core", "profile": "scaled"}))
     folder = run / model
     calls = CallLog(folder / "calls.jsonl")
-    with ResultsLog(folder / "results.jsonl") as results:
+    with ResultsLog(folder / "results.jsonl", ProbeRecord) as results:
         for index, state in enumerate(STATES):
             for cond in ("C0", "Cm"):
                 pairs = (

@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.run import MirageRun, RunConfig
+from harness.mirage.config import RunConfig
+from harness.mirage.run import MirageRun
 from mirage.cli.logs import configure_logging
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.base import AgentUnderTest, ProbeReply
-from harness.agents.command import CommandAgent
-from harness.agents.openai_endpoint import OpenAIEndpointAgent
-from harness.attribution import (
+from harness.kit.agents.base import AgentUnderTest, ProbeReply, ToolCallRecord
+from harness.kit.agents.command import CommandAgent
+from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
+from harness.kit.attribution import (
     AttributedAgent,
     AttributionError,
     CallAttributor,
     compare_reports,
 )
-from harness.checkpoints import Checkpoint
-from harness.records import ToolCallRecord, retrieval_path
+from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.records import retrieval_path
 from memory_server.calllog import CallLog, CallRecord, now_iso
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 

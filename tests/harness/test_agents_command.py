@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.command import CommandAgent, CommandRequest, parse_command
-from harness.checkpoints import Checkpoint
+from harness.kit.agents.command import CommandAgent, CommandRequest, parse_command
+from harness.mirage.checkpoints import Checkpoint
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.run import RunConfig, memory_binding
+from harness.kit.memory import memory_binding
+from harness.mirage.config import RunConfig
 
 
 def test_agent_specs(tmp_path: Path) -> None:

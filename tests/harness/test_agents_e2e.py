@@ -16,9 +16,12 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
-from harness.attribution import ATTRIBUTION_FILE, AttributionError, AttributionSummary
-from harness.records import read_records
-from harness.run import MirageRun, RunConfig
+from harness.kit.attribution import AttributionError
+from harness.kit.results import read_records
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
+from harness.mirage.report.attribution import ATTRIBUTION_FILE, AttributionSummary
+from harness.mirage.run import MirageRun
 from memory_server.calllog import read_calls
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message
@@ -70,7 +73,7 @@ async def test_concurrent_probes_are_labelled_by_what_the_agent_really_did(run_d
             run_dir, f"openai:{server.base_url}", agent_model="tool-user", concurrency=4
         )
 
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len(records) == PROBES and agent.max_in_flight >= 4
     assert {r.path for r in records} == {"R_tool", "R_context"}
     for record in records:
@@ -108,7 +111,7 @@ async def test_failing_agents_give_recorded_failures_and_a_complete_run(run_dir:
             concurrency=4,
             agent_timeout_s=1.0,
         )
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len(records) == PROBES
     errors = Counter(
         (r.provider_error or "ok").split(":")[1].strip() for r in records if r.provider_error
@@ -132,7 +135,7 @@ async def test_command_agent_run(run_dir: Path, tmp_path: Path) -> None:
     script.write_text(f"#!{sys.executable}\n{COMMAND_AGENT}")
     script.chmod(0o755)
     folder = await _run(run_dir, f"cmd:{script}", concurrency=2)
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len(records) == PROBES
     failed = {r.tag for r in records if r.provider_error}  # type: ignore[attr-defined]
     assert failed == {
@@ -159,7 +162,7 @@ async def test_fixed_url_agents_are_attributed_by_window_only_one_probe_at_a_tim
         folder = await _run(
             run_dir, f"openai:{server.base_url}", agent_model="fixed", memory_url=memory_url
         )
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len(records) == PROBES and {r.path for r in records} == {"R_tool", "R_context"}
     for record in records:
         tag = record.tag  # type: ignore[attr-defined]
@@ -176,6 +179,6 @@ async def test_fixed_url_agents_are_attributed_by_window_only_one_probe_at_a_tim
             memory_url=memory_url,
             concurrency=4,
         )
-    written = read_records(run_dir / "fixed-concurrent" / "results.jsonl")
+    written = read_records(run_dir / "fixed-concurrent" / "results.jsonl", ProbeRecord)
     assert all(r.path == "R_context" for r in written)  # nothing with a guessed R_tool label
     assert not any(wants_recall(r.tag) for r in written)  # type: ignore[attr-defined]

@@ -9,8 +9,8 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from harness.agents.openai_endpoint import OpenAIEndpointAgent, parse_chat_reply
-from harness.checkpoints import Checkpoint
+from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent, parse_chat_reply
+from harness.mirage.checkpoints import Checkpoint
 from tests.harness.agents_support import (
     PROTOCOL_REPLY,
     AgentServer,

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.aggregate import MixedProfilesError, StateRoles, aggregate
-from harness.records import (
-    ProbeRecord,
-    RecordKey,
-    ToolCallRecord,
-    build_record,
-    provider_error_record,
-)
-from harness.scoring import Gold, KnownIdResolver
+from harness.kit.agents.base import ToolCallRecord
+from harness.mirage.aggregate import MixedProfilesError, StateRoles, aggregate
+from harness.mirage.records import ProbeRecord, RecordKey, build_record, provider_error_record
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD_YES = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
 GOLD_NO = Gold(answerable="NO")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checkpoints import (
+from harness.mirage.checkpoints import (
     FAMILY_FILE,
     MANIFEST,
     CheckpointError,
@@ -115,7 +115,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     from runtime.messages import UserMessage
     from tests.harness.agents_support import TRUNK, compacted_session
-    from harness.checkpoints import write_checkpoint
+    from harness.mirage.checkpoints import write_checkpoint
 
     session = compacted_session()
     for i in range(3000):

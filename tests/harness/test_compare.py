@@ -9,14 +9,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.records import RecordKey, ResultsLog, build_record, read_records
-from harness.report.compare import (
+from harness.kit.results import ResultsLog, read_records
+from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.report.compare import (
     ComparisonInputError,
     NotComparableError,
     result_dirs,
     write_comparison,
 )
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register
 from mirage.wiring import artifact_recall_tool
 from runtime.backbones.scripted import FunctionBackbone
@@ -47,7 +48,7 @@ def _write_run(out: Path, models: tuple[str, ...], pack: str = "mirage-core") ->
     out.mkdir(parents=True)
     (out / "run.json").write_text(json.dumps(config))
     for model in models:
-        with ResultsLog(out / model / "results.jsonl") as results:
+        with ResultsLog(out / model / "results.jsonl", ProbeRecord) as results:
             for state, eit in STATES.items():
                 for cond in ("C0", "Cm"):
                     for question, gold in GOLDS.items():
@@ -61,7 +62,7 @@ def _write_run(out: Path, models: tuple[str, ...], pack: str = "mirage-core") ->
 
 
 def _answerers(*paths: Path) -> dict[Path, list]:
-    return {d: read_records(d) for d in result_dirs(list(paths))}
+    return {d: read_records(d, ProbeRecord) for d in result_dirs(list(paths))}
 
 
 def test_one_block_per_model_and_a_ranking(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.costs import TokenTally, cost_of, model_usage
-from harness.records import ProbeUsage, RecordKey, ResultsLog, build_record
-from harness.report import write_report
-from harness.scoring import Gold, KnownIdResolver
+from harness.kit.agents.base import ProbeUsage
+from harness.kit.results import ResultsLog
+from harness.mirage.costs import TokenTally, cost_of, model_usage
+from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.report import write_report
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 HAIKU = "anthropic/claude-haiku-4-5"  # $1 / $5 per M tokens; reads $0.10, writes $1.25
 
@@ -42,7 +44,7 @@ def test_summary_and_report_carry_tokens_and_cost_per_model(tmp_path: Path) -> N
         ),
         ProbeUsage(eit=80_000, output_tokens=10),  # written before per-call sums existed
     ]
-    with ResultsLog(tmp_path / "results.jsonl") as results:
+    with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
         for number, (state, usage) in enumerate(
             zip(["S1-d50k", "S1-d50k", "S1-d80k"], usages, strict=True)
         ):

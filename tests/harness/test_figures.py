@@ -7,16 +7,16 @@ import math
 
 from matplotlib.colors import to_hex
 
-from harness.aggregate import Aggregate, aggregate
-from harness.records import RecordKey, build_record
-from harness.report.figures import (
+from harness.mirage.aggregate import Aggregate, aggregate
+from harness.mirage.records import RecordKey, build_record
+from harness.mirage.report.figures import (
     cm_minus_c0,
     gc_by_state,
     mi_by_state,
     path_composition,
     transitions,
 )
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 RESOLVER = KnownIdResolver(["chart_1"])
 ANSWERABLE = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.aggregate import Aggregate, aggregate
-from harness.protocol import PROFILE_NAMES, ProfileName
-from harness.records import RecordKey, build_record
-from harness.scoring import KnownIdResolver
-from harness.stats import wilson_interval
+from harness.kit.stats import wilson_interval
+from harness.mirage.aggregate import Aggregate, aggregate
+from harness.mirage.protocol import PROFILE_NAMES, ProfileName
+from harness.mirage.records import RecordKey, build_record
+from harness.mirage.scoring import KnownIdResolver
 from tests.harness.paper_tables import (
     ARTIFACTS,
     DRIFT_PERCENT,

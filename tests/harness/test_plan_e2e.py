@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.plan import placeholder_text, plan_run
-from harness.run import MirageRun, RunConfig
+from harness.mirage.config import RunConfig
+from harness.mirage.plan import placeholder_text, plan_run
+from harness.mirage.run import MirageRun
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec
 from tests.harness.test_run_e2e import oracle

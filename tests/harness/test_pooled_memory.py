@@ -10,10 +10,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agents import BuiltinAgent
-from harness.probes import plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.kit.results import ResultsLog, read_records
+from harness.mirage.probes import plan_probes, run_probes
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from memory_server.calllog import read_calls
 from memory_server.http import HttpServerThread, untagged
 from memory_server.server import TAG_HEADER, build_server
@@ -58,7 +59,7 @@ async def test_concurrent_probes_share_connections_and_keep_their_attribution(
     backbone = reading_backbone(asyncio.Barrier(CONCURRENCY))
     with HttpServerThread(server) as http:
         agent = BuiltinAgent(backbone, memory_url=http.tagged_url)
-        with ResultsLog(tmp_path / "results.jsonl") as results:
+        with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
             try:
                 await run_probes(
                     agent,
@@ -72,7 +73,9 @@ async def test_concurrent_probes_share_connections_and_keep_their_attribution(
                 await agent.aclose()
 
     calls = read_calls(server.service.call_log.path)
-    records = {record.key: record for record in read_records(tmp_path / "results.jsonl")}
+    records = {
+        record.key: record for record in read_records(tmp_path / "results.jsonl", ProbeRecord)
+    }
     assert len(calls) == len(records) == len(tasks)
     by_tag = {call.tag: call for call in calls}
     for task in tasks:

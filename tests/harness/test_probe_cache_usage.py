@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.agents import BuiltinAgent
-from harness.checkpoints import write_checkpoint
-from harness.probes import ProbeTask, plan_probes, run_probes
-from harness.records import ResultsLog, read_records
-from harness.scoring import Gold, KnownIdResolver, get_profile
+from harness.kit.agents import BuiltinAgent
+from harness.kit.results import ResultsLog, read_records
+from harness.mirage.checkpoints import write_checkpoint
+from harness.mirage.probes import ProbeTask, plan_probes, run_probes
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from runtime.backbones import LiteLLMBackbone
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session
@@ -53,9 +54,11 @@ async def test_every_probe_of_a_state_reads_the_prefix_the_first_one_wrote(
             "anthropic/claude-haiku-4-5", api_base=provider.anthropic_base, api_key="k"
         )
         agent = BuiltinAgent(backbone, memory_url=None, max_output_tokens=64)
-        with ResultsLog(tmp_path / "results.jsonl") as results:
+        with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
             await run_probes(agent, tasks, results, KnownIdResolver([]), get_profile())
-    first, *later = [record.usage for record in read_records(tmp_path / "results.jsonl")]
+    first, *later = [
+        record.usage for record in read_records(tmp_path / "results.jsonl", ProbeRecord)
+    ]
     assert first.cache_write_tokens and first.cache_write_tokens > 2000
     assert first.cached_tokens == 0
     for usage in later:  # C0 and Cm ask differently, yet share the checkpoint's prefix
@@ -71,7 +74,7 @@ async def test_automatic_caching_gets_the_same_bytes_before_every_question(
     with CachingProvider() as provider:
         backbone = LiteLLMBackbone("openai/fake-model", api_base=provider.openai_base, api_key="k")
         agent = BuiltinAgent(backbone, memory_url=None, max_output_tokens=64)
-        with ResultsLog(tmp_path / "results.jsonl") as results:
+        with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
             await run_probes(agent, tasks, results, KnownIdResolver([]), get_profile())
         requests = [request.raw for request in provider.requests]
     prefixes = []
@@ -81,7 +84,9 @@ async def test_automatic_caching_gets_the_same_bytes_before_every_question(
         assert question["role"] == "user" and task.question in json.dumps(question)
         prefixes.append(raw[: raw.rindex(b'"role"')])  # every byte before the probe message
     assert len(set(prefixes)) == 1 and len(prefixes[0]) > 5000
-    first, *later = [record.usage for record in read_records(tmp_path / "results.jsonl")]
+    first, *later = [
+        record.usage for record in read_records(tmp_path / "results.jsonl", ProbeRecord)
+    ]
     assert first.cached_tokens == 0
     for usage in later:  # all but the probe message (and the cache's 128-token step) is read
         assert usage.cached_tokens and usage.cached_tokens >= 0.9 * usage.input_tokens

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.protocol import (
+from harness.mirage.protocol import (
     PROFILE_NAMES,
     ProfileName,
     parse_response,

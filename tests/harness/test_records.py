@@ -14,21 +14,18 @@ import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
-from harness.records import (
+from harness.kit.agents.base import ToolCallRecord
+from harness.kit.results import ResultsLog, ResultsLogError, read_records, rewrite_records
+from harness.mirage.records import (
     SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
-    ResultsLog,
-    ResultsLogError,
-    ToolCallRecord,
     build_record,
     provider_error_record,
-    read_records,
     rescore_record,
     retrieval_path,
-    rewrite_records,
 )
-from harness.scoring import Gold, KnownIdResolver
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
@@ -44,45 +41,45 @@ def _record(question: int, repeat: int = 0, reply: str = REPLY) -> ProbeRecord:
 
 def test_append_is_keyed_and_durable(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         assert results.append(_record(1))
         assert not results.append(_record(1, reply="ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"))
         assert results.append(_record(1, repeat=1))
         assert RecordKey("S1-d0", "C0", "q1", 0) in results
     lines = path.read_text().splitlines()
     assert len(lines) == 2
-    records = read_records(path)
+    records = read_records(path, ProbeRecord)
     assert [r.key for r in records] == [("S1-d0", "C0", "q1", 0), ("S1-d0", "C0", "q1", 1)]
     assert records[0].GC == 1 and records[0].canonical_source == "chart_1"
 
 
 def test_resume_skips_done_keys(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         for question in range(3):
             results.append(_record(question))
-    with ResultsLog(path) as resumed:
+    with ResultsLog(path, ProbeRecord) as resumed:
         assert len(resumed.keys) == 3
         written = [resumed.append(_record(q)) for q in range(5)]
     assert written == [False, False, False, True, True]
-    assert len(read_records(path)) == 5
+    assert len(read_records(path, ProbeRecord)) == 5
 
 
 def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         for question in range(3):
             results.append(_record(question))
     complete = path.stat().st_size
     torn = _record(3).model_dump_json().encode()[:57]
     with open(path, "ab") as handle:
         handle.write(torn)
-    assert len(read_records(path)) == 3
+    assert len(read_records(path, ProbeRecord)) == 3
     assert path.stat().st_size == complete + len(torn)  # reading never modifies
-    with ResultsLog(path) as resumed:
+    with ResultsLog(path, ProbeRecord) as resumed:
         assert path.stat().st_size == complete
         assert resumed.append(_record(3))
-    assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
+    assert [r.question_id for r in read_records(path, ProbeRecord)] == ["q0", "q1", "q2", "q3"]
 
 
 def test_corrupt_middle_line_is_a_one_line_error_and_nothing_is_dropped(tmp_path: Path) -> None:
@@ -92,12 +89,14 @@ def test_corrupt_middle_line_is_a_one_line_error_and_nothing_is_dropped(tmp_path
     )
     before = path.read_bytes()
     with pytest.raises(ResultsLogError, match=rf"^{path}:2: corrupt probe record \(") as caught:
-        read_records(path)
+        read_records(path, ProbeRecord)
     assert "\n" not in str(caught.value) and "delete it" in str(caught.value)
     with pytest.raises(ResultsLogError, match=r"results.jsonl:2"):
-        ResultsLog(path)
+        ResultsLog(path, ProbeRecord)
     assert path.read_bytes() == before
-    with ResultsLog(tmp_path / "other.jsonl"):  # the refused open released its lock and fd
+    with ResultsLog(
+        tmp_path / "other.jsonl", ProbeRecord
+    ):  # the refused open released its lock and fd
         pass
 
 
@@ -105,7 +104,7 @@ def test_a_valid_json_last_line_that_is_no_record_is_an_error_not_a_tear(tmp_pat
     path = tmp_path / "results.jsonl"
     path.write_text(_record(0).model_dump_json() + '\n{"state": "S1-d0"}\n')
     with pytest.raises(ResultsLogError, match=r"results.jsonl:2: corrupt probe record \(condition"):
-        ResultsLog(path)
+        ResultsLog(path, ProbeRecord)
 
 
 @pytest.mark.parametrize(
@@ -122,14 +121,14 @@ def test_a_torn_last_line_is_dropped_with_one_warning_and_rerun(
     tmp_path: Path, tail: bytes
 ) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         for question in range(3):
             results.append(_record(question))
     intact = path.read_bytes()
     path.write_bytes(intact + tail)
     with capture_logs() as logs:
-        assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2"]
-        with ResultsLog(path) as resumed:
+        assert [r.question_id for r in read_records(path, ProbeRecord)] == ["q0", "q1", "q2"]
+        with ResultsLog(path, ProbeRecord) as resumed:
             assert path.read_bytes() == intact
             assert _record(3).key not in resumed
             assert resumed.append(_record(3))
@@ -140,7 +139,7 @@ def test_a_torn_last_line_is_dropped_with_one_warning_and_rerun(
     ]
     assert warnings[0]["line"] == 4
     assert path.read_bytes().startswith(intact)
-    assert [r.question_id for r in read_records(path)] == ["q0", "q1", "q2", "q3"]
+    assert [r.question_id for r in read_records(path, ProbeRecord)] == ["q0", "q1", "q2", "q3"]
 
 
 def test_report_of_a_corrupt_results_file_is_one_line(tmp_path: Path) -> None:
@@ -157,33 +156,34 @@ def test_duplicate_lines_keep_the_first(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     first, second = _record(0), _record(0, reply="ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE")
     path.write_text(first.model_dump_json() + "\n" + second.model_dump_json() + "\n")
-    (record,) = read_records(path)
+    (record,) = read_records(path, ProbeRecord)
     assert record.AC == 1
 
 
 def test_second_writer_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path), pytest.raises(ResultsLogError, match="another run"):
-        ResultsLog(path)
+    with ResultsLog(path, ProbeRecord), pytest.raises(ResultsLogError, match="another run"):
+        ResultsLog(path, ProbeRecord)
 
 
 def test_rewrite_is_refused_while_a_run_writes(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
-    with ResultsLog(path) as results:
+    with ResultsLog(path, ProbeRecord) as results:
         results.append(_record(0))
         with pytest.raises(ResultsLogError, match="rescore later"):
             rewrite_records(path, [_record(1)])
     rewrite_records(path, [_record(1), _record(1)])
-    assert [r.question_id for r in read_records(path)] == ["q1"]
+    assert [r.question_id for r in read_records(path, ProbeRecord)] == ["q1"]
 
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from harness.records import RecordKey, ResultsLog, build_record
-    from harness.scoring import Gold
+    from harness.kit.results import ResultsLog
+    from harness.mirage.records import ProbeRecord, RecordKey, build_record
+    from harness.mirage.scoring import Gold
     gold = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
-    with ResultsLog(sys.argv[1]) as results:
+    with ResultsLog(sys.argv[1], ProbeRecord) as results:
         for i in range(100000):
             key = RecordKey("S1-d0", "C0", f"q{i}", 0)
             record = build_record(key, "ANSWERABLE=YES\\nSOURCE=chart_1\\nANSWER=42", gold, None)
@@ -209,13 +209,13 @@ def test_resume_after_kill_9(tmp_path: Path) -> None:
     acknowledged = [int(child.stdout.readline()) for _ in range(30)]
     child.send_signal(signal.SIGKILL)
     child.wait()
-    with ResultsLog(path) as resumed:
+    with ResultsLog(path, ProbeRecord) as resumed:
         done = {key.question_id for key in resumed.keys}
         assert {f"q{i}" for i in acknowledged} <= done  # every acknowledged record survived
         indices = sorted(int(q[1:]) for q in done)
         assert indices == list(range(len(indices)))  # a gap-free prefix, no duplicates
         assert resumed.append(_record(len(indices)))
-    assert len(read_records(path)) == len(indices) + 1
+    assert len(read_records(path, ProbeRecord)) == len(indices) + 1
 
 
 def test_record_validation() -> None:
@@ -275,13 +275,13 @@ def test_version_1_lines_load_as_lenient_and_rescore_to_the_current_schema(tmp_p
     )
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(old) + "\n")
-    (loaded,) = read_records(path)
+    (loaded,) = read_records(path, ProbeRecord)
     assert (loaded.schema_version, loaded.scoring, loaded.prompt_template) == (1, "lenient", None)
     assert loaded.GC == 1
     fresh = rescore_record(loaded, RESOLVER, "paper")
     assert (fresh.schema_version, fresh.scoring) == (SCHEMA_VERSION, "paper")
     rewrite_records(path, [fresh])
-    assert read_records(path)[0].schema_version == SCHEMA_VERSION
+    assert read_records(path, ProbeRecord)[0].schema_version == SCHEMA_VERSION
 
 
 def test_records_built_in_code_are_current() -> None:
@@ -296,4 +296,4 @@ def test_a_newer_schema_is_refused_with_the_line(tmp_path: Path) -> None:
     path.write_text(_record(0).model_copy(update={"schema_version": 99}).model_dump_json() + "\n")
     expected = r"results.jsonl:1: corrupt probe record \(schema_version"
     with pytest.raises(ResultsLogError, match=expected):
-        read_records(path)
+        read_records(path, ProbeRecord)

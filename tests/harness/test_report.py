@@ -10,9 +10,10 @@ import typer
 from PIL import Image
 from typer.testing import CliRunner
 
-from harness.records import RecordKey, ResultsLog, build_record, read_records
-from harness.report import write_report
-from harness.scoring import Gold, KnownIdResolver
+from harness.kit.results import ResultsLog, read_records
+from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.report import write_report
+from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register
 
 RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
@@ -30,7 +31,7 @@ STATES = ("S1-d0", "S1-d50k", "S1-d80k", "S2")
 
 
 def _write_results(directory: Path) -> None:
-    with ResultsLog(directory / "results.jsonl") as results:
+    with ResultsLog(directory / "results.jsonl", ProbeRecord) as results:
         for s_index, state in enumerate(STATES):
             for cond in ("C0", "Cm"):
                 for repeat in range(2):
@@ -111,7 +112,9 @@ def test_write_report_files(run_dir: Path) -> None:
 
 
 def test_report_without_cm_skips_the_delta_figure(tmp_path: Path) -> None:
-    records = [r for r in read_records(_write_and_return(tmp_path)) if r.condition == "C0"]
+    records = [
+        r for r in read_records(_write_and_return(tmp_path), ProbeRecord) if r.condition == "C0"
+    ]
     files = write_report(tmp_path / "out", records)
     assert "cm_minus_c0.png" not in {p.name for p in files.figures}
     assert "No state ran both C0 and Cm." in files.report.read_text()
@@ -137,7 +140,7 @@ def test_cli_report_prints_table1(run_dir: Path) -> None:
 
 def test_cli_rescore_rewrites_stale_indicators(run_dir: Path) -> None:
     path = run_dir / "results.jsonl"
-    records = read_records(path)
+    records = read_records(path, ProbeRecord)
     stale = [r.model_copy(update={"AC": 0}) if r.AC == 1 else r for r in records]
     path.write_text("".join(r.model_dump_json() + "\n" for r in stale))
     result = CliRunner().invoke(_app(), ["rescore", str(run_dir)])
@@ -147,7 +150,7 @@ def test_cli_rescore_rewrites_stale_indicators(run_dir: Path) -> None:
         f"rescored {len(records)} records" in result.output
         and f"{changed} changed" in result.output
     )
-    assert read_records(path) == records
+    assert read_records(path, ProbeRecord) == records
 
 
 def test_cli_errors_are_clear(tmp_path: Path) -> None:
@@ -165,14 +168,14 @@ def test_cli_rescore_needs_the_run_workspace(tmp_path: Path) -> None:
 def test_cli_rescore_finds_the_workspace_of_a_mirage_run_layout(tmp_path: Path) -> None:
     """``mirage run --out OUT`` puts the workspace at OUT/workspace and results in OUT/<model>:
     rescoring OUT/<model> canonicalises with OUT/workspace (through the workspace link)."""
-    from harness.rundir import write_workspace_link
+    from harness.kit.rundir import write_workspace_link
 
     model_dir = tmp_path / "out" / "local_smollm2-135m"
     model_dir.mkdir(parents=True)
     _write_results(model_dir)
     workspace = _workspace(tmp_path / "out" / "workspace")
     write_workspace_link(model_dir, workspace)
-    records = read_records(model_dir)
+    records = read_records(model_dir, ProbeRecord)
     # A SOURCE only the manifest resolves: the file path of chart_1's original.
     stale = [
         r.model_copy(
@@ -186,7 +189,7 @@ def test_cli_rescore_finds_the_workspace_of_a_mirage_run_layout(tmp_path: Path) 
     result = CliRunner().invoke(_app(), ["rescore", str(model_dir)])
     assert result.exit_code == 0, result.output
     assert "under scoring paper" in result.output
-    rescored = [r for r in read_records(model_dir) if r.question_id == "a1"]
+    rescored = [r for r in read_records(model_dir, ProbeRecord) if r.question_id == "a1"]
     assert {(r.canonical_source, r.SC) for r in rescored} == {("chart_1", 1)}
 
 
@@ -195,10 +198,12 @@ def test_cli_rescore_and_report_under_lenient(run_dir: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "rescored them in memory under lenient" in result.output
     assert "Scoring profile: **lenient**" in (run_dir / "report.md").read_text()
-    assert {r.scoring for r in read_records(run_dir)} == {"paper"}  # the file is unchanged
+    assert {r.scoring for r in read_records(run_dir, ProbeRecord)} == {
+        "paper"
+    }  # the file is unchanged
     result = CliRunner().invoke(_app(), ["rescore", str(run_dir), "--scoring", "lenient"])
     assert result.exit_code == 0 and "under scoring lenient" in result.output
-    records = read_records(run_dir)
+    records = read_records(run_dir, ProbeRecord)
     assert {r.scoring for r in records} == {"lenient"}
     # The markdown reply of a2 is a PF under paper but parsed under lenient.
     a2 = [r for r in records if r.question_id == "a2" and (r.raw_output or "").startswith("**")]

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.records import read_records
-from harness.report import write_report
-from harness.report.compare import result_dirs, write_comparison
+from harness.kit.results import read_records
+from harness.mirage.records import ProbeRecord
+from harness.mirage.report import write_report
+from harness.mirage.report.compare import result_dirs, write_comparison
 from tests.harness.report_support import UNANSWERABLE_REPLIES, write_result_folder
 
 pytestmark = pytest.mark.slow
@@ -85,7 +86,7 @@ def test_comparison_page_filters_by_model(browser: Any, tmp_path: Path) -> None:
     run = tmp_path / "run"
     write_result_folder(run, "alpha")
     write_result_folder(run, "beta")
-    answerers = {d: read_records(d) for d in result_dirs([run])}
+    answerers = {d: read_records(d, ProbeRecord) for d in result_dirs([run])}
     page = write_comparison(answerers, run).html
     browser.get(page.as_uri())
     assert len(_rows(browser)) == 24
@@ -102,7 +103,8 @@ async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) ->
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from harness.run import MirageRun, RunConfig
+    from harness.mirage.config import RunConfig
+    from harness.mirage.run import MirageRun
     from runtime.backbones.scripted import FunctionBackbone
     from tests.harness.test_run_e2e import oracle, summary
 
@@ -119,7 +121,7 @@ async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) ->
         "summarizer": FunctionBackbone(summary, model="summarizer"),
     }
     folders = await MirageRun(config, backbones=backbones).execute()
-    files = write_comparison({f: read_records(f) for f in folders}, tmp_path / "run")
+    files = write_comparison({f: read_records(f, ProbeRecord) for f in folders}, tmp_path / "run")
     retention = files.comparison.ranking["C0"]["Ret"]
     assert [(r.label, r.value) for r in retention] == [("oracle", 100.0), ("abstainer", None)]
 

@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.report import write_report
+from harness.mirage.report import write_report
 from mirage.cli.report import register
 from tests.cli_errors import assert_one_line_error
 from tests.harness.report_support import ANSWERABLE, write_result_folder

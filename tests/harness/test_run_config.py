@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from harness.run import RunConfig
+from harness.mirage.config import RunConfig
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 

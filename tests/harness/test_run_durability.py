@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.checkpoints import FAMILY_FILE, MANIFEST
-from harness.records import read_records
+from harness.kit.results import read_records
+from harness.mirage.checkpoints import FAMILY_FILE, MANIFEST
+from harness.mirage.records import ProbeRecord
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 from tests.harness.run_driver import LIMIT
@@ -108,7 +109,7 @@ def test_crashes_and_kills_lose_nothing_and_duplicate_nothing(stops: Stops) -> N
     assert kill_lines.startswith(crash_lines)  # earlier records byte-identical
     assert stops.final.startswith(kill_lines)
 
-    records = read_records(stops.out / "oracle" / "results.jsonl")
+    records = read_records(stops.out / "oracle" / "results.jsonl", ProbeRecord)
     assert stops.final.count(b"\n") == len(records) == PROBES
     assert len({record.key for record in records}) == PROBES  # every probe key exactly once
     for record in records:

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.packs import load_pack
-from harness.protocol import ProfileName, probe_template
-from harness.records import read_records
-from harness.run import MirageRun, ResumeError, RunConfig
-from harness.rundir import find_workspace
+from harness.kit.results import read_records
+from harness.kit.rundir import find_workspace
+from harness.mirage.config import RunConfig
+from harness.mirage.packs import load_pack
+from harness.mirage.protocol import ProfileName, probe_template
+from harness.mirage.records import ProbeRecord
+from harness.mirage.run import MirageRun, ResumeError
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolResultMessage, ToolSpec, UserMessage
 
@@ -65,7 +67,7 @@ async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> 
     [report] = run.reports
     assert report.report == folder / "report.md" and report.aggregate.states
 
-    records = read_records(folder / "results.jsonl")
+    records = read_records(folder / "results.jsonl", ProbeRecord)
     assert len(records) == 4 * 4 * 2  # questions x states x conditions
     answerable = [r for r in records if r.gold_answerable == "YES"]
     assert answerable and all(r.GC == 1 for r in answerable)
@@ -99,7 +101,7 @@ async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> 
     rerun = FunctionBackbone(oracle, model="oracle", context_window=8192)
     await _run(tmp_path, rerun).execute()
     assert rerun.calls == []  # nothing re-probed, checkpoints reused
-    assert len(read_records(folder / "results.jsonl")) == len(records)
+    assert len(read_records(folder / "results.jsonl", ProbeRecord)) == len(records)
     assert calls
 
 
@@ -119,12 +121,12 @@ async def test_killed_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> 
     with pytest.raises(ProcessDied):
         await _run(tmp_path, FunctionBackbone(dying, model="oracle", context_window=8192)).execute()
     folder = tmp_path / "run" / "oracle"
-    partial = read_records(folder / "results.jsonl")
+    partial = read_records(folder / "results.jsonl", ProbeRecord)
     assert 0 < len(partial) < 32
     with (folder / "results.jsonl").open("ab") as handle:
         handle.write(b'{"state": "S1-d0", "condit')  # a torn line, as after kill -9
     await _run(tmp_path, FunctionBackbone(oracle, model="oracle", context_window=8192)).execute()
-    records = read_records(folder / "results.jsonl")
+    records = read_records(folder / "results.jsonl", ProbeRecord)
     assert len(records) == 32
     assert len({r.key for r in records}) == 32
     assert records[: len(partial)] == partial

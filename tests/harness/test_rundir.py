@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.rundir import (
+from harness.kit.rundir import (
     WORKSPACE_LINK,
     WorkspaceNotFoundError,
     find_workspace,

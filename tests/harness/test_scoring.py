@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.protocol import PROFILE_NAMES, ProfileName
-from harness.scoring import (
+from harness.mirage.protocol import PROFILE_NAMES, ProfileName
+from harness.mirage.scoring import (
     ChainResolver,
     Gold,
     KnownIdResolver,
@@ -17,7 +17,7 @@ from harness.scoring import (
     canonical_source,
     score_reply,
 )
-from harness.scoring.values import (
+from harness.mirage.scoring.values import (
     default_tolerance,
     parse_quantities,
     unit_multiplier,
@@ -299,7 +299,7 @@ def test_unit_multiplier() -> None:
 def test_bundled_pack_golds_score_as_grounded(pack_name: str, profile: ProfileName) -> None:
     """Every question of the bundled pack: its own gold reply is grounded, a refusal is right
     exactly for the unanswerable ones, and a perturbed value is not accepted."""
-    packs = pytest.importorskip("harness.packs")
+    packs = pytest.importorskip("harness.mirage.packs")
     pack = packs.load_pack(pack_name)
     resolver = KnownIdResolver(pack.artifacts)
     for question in pack.questions:

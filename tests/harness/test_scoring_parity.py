@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.protocol import PROFILE_NAMES, ProfileName
-from harness.records import ProbeRecord
-from harness.scoring import Gold, ProbeScore, get_profile, score_reply
+from harness.mirage.protocol import PROFILE_NAMES, ProfileName
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, ProbeScore, get_profile, score_reply
 from memory_server.workspace import Workspace
 
 CHART = "chart_3f9a1c20"
@@ -709,7 +709,7 @@ def test_lenient_gives_its_documented_outcome(case: Case, workspace: Workspace) 
 
 def test_scale_expansion_that_cannot_parse_is_left_alone() -> None:
     """P7: the released code raises on "..万" (float('..')) and loses the probe."""
-    from harness.scoring.paper_values import normalise_text, value_matches
+    from harness.mirage.scoring.paper_values import normalise_text, value_matches
 
     assert normalise_text("..万") == "..万"
     assert not value_matches("..万", "2 million steps", "string")
@@ -718,7 +718,7 @@ def test_scale_expansion_that_cannot_parse_is_left_alone() -> None:
 
 def test_docs_list_every_paper_value_rule() -> None:
     """docs/metrics.md is the table of the rules: every text rule by name, every vocabulary."""
-    from harness.scoring import paper_values as rules
+    from harness.mirage.scoring import paper_values as rules
 
     doc = _metrics_doc()
     missing = [rule.name for rule in rules.TEXT_RULES if f"`{rule.name}`" not in doc]
@@ -739,10 +739,11 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     import typer
     from typer.testing import CliRunner
 
-    from harness.records import RecordKey, ResultsLog, build_record, read_records
+    from harness.kit.results import ResultsLog, read_records
+    from harness.mirage.records import RecordKey, build_record
     from mirage.cli.report import register
 
-    with ResultsLog(tmp_path / "results.jsonl") as results:
+    with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:
         for index, case in enumerate(CASES):
             key = RecordKey("S1-d0", "C0", f"q{index:03d}", 0)
             other: ProfileName = "lenient" if profile == "paper" else "paper"
@@ -752,7 +753,7 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     args = ["rescore", str(tmp_path), "--scoring", profile, "--workspace", str(workspace.root)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    records = read_records(tmp_path)
+    records = read_records(tmp_path, ProbeRecord)
     expected = [case.expected_paper if profile == "paper" else case.lenient for case in CASES]
     assert [outcome(record.pf, record) for record in records] == expected
     assert {r.scoring for r in records} == {profile}

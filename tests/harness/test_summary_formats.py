@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
-from harness.records import read_records
-from harness.report.compare import write_comparison
-from harness.run import MirageRun, ResumeError, RunConfig, RunInputError
+from harness.kit.results import read_records
+from harness.mirage.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
+from harness.mirage.report.compare import write_comparison
+from harness.mirage.run import MirageRun, ResumeError, RunInputError
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, SystemMessage
 from runtime.snapshot import load_snapshot
@@ -136,7 +138,7 @@ async def test_one_trunk_one_s2_per_format_and_the_report_shows_them(tmp_path: P
         assert tail == kept[len(kept) - len(tail) :]
     assert len({checkpoints[s].manifest.workspace_version for s in checkpoints}) == 1
 
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     formats = {r.state: r.summary_format for r in records}
     assert formats == {
         "S1-d0": None, "S1-d50k": None, "S1-d80k": None,
@@ -174,7 +176,7 @@ async def test_a_format_added_later_branches_and_equals_the_inline_one(tmp_path:
     run = _run(out, "verbatim,free-form", summarizer)
     [folder] = await run.execute()
     assert summarizer.calls == 2  # only the new format compacted; trunk and S1 reused
-    records = read_records(folder)
+    records = read_records(folder, ProbeRecord)
     assert len([r for r in records if r.state == "S2@free-form"]) == 2
     assert len(records) == 2 * 5
 

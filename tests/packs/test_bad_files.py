@@ -10,9 +10,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.packs import PackFormatError, load_pack
-from harness.packs.pack import BUNDLED_DIR
-from harness.packs.validate import validate_pack
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
+from harness.mirage.packs.pack import BUNDLED_DIR
+from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 

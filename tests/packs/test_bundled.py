@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.packs import load_pack
-from harness.packs.build.documents import code_facts
-from harness.packs.pack import Pack
-from harness.packs.resolve import NoSupport, derive, format_answer
-from harness.packs.schema import Answerability, AnswerType
-from harness.packs.validate import validate_pack
+from harness.mirage.packs import load_pack
+from harness.mirage.packs.build.documents import code_facts
+from harness.mirage.packs.pack import Pack
+from harness.mirage.packs.resolve import NoSupport, derive, format_answer
+from harness.mirage.packs.schema import Answerability, AnswerType
+from harness.mirage.packs.validate import validate_pack
 
-SOURCES = Path(__file__).resolve().parents[2] / "harness" / "packs" / "sources"
+SOURCES = Path(__file__).resolve().parents[2] / "harness" / "mirage" / "packs" / "sources"
 EXPECTED = {"mirage-core": (6, 100, 100), "mirage-ext": (6, 55, 54)}
 
 

@@ -13,11 +13,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.packs import PackFormatError, load_pack
-from harness.packs.importer import import_bank
-from harness.packs.pack import BUNDLED_DIR
-from harness.packs.schema import PackPathError
-from harness.packs.validate import validate_pack
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
+from harness.mirage.packs.importer import import_bank
+from harness.mirage.packs.pack import BUNDLED_DIR
+from harness.mirage.packs.schema import PackPathError
+from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 
@@ -179,7 +180,7 @@ def test_import_refuses_manifest_paths_and_symlinks_out_of_the_artifacts_folder(
 
 
 def test_the_pack_digest_never_reads_through_a_symlink_out_of_the_pack(tmp_path: Path) -> None:
-    from harness.run import pack_digest
+    from harness.kit.rundir import pack_digest
 
     pack_dir = _copy_core(tmp_path)
     before = pack_digest(pack_dir)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.packs import load_pack, sample_filler
-from harness.packs.validate import any_term, check_filler, forbidden_terms
+from harness.mirage.packs import load_pack, sample_filler
+from harness.mirage.packs.validate import any_term, check_filler, forbidden_terms
 from runtime.tokens import count_tokens
 
 

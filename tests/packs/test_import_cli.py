@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.packs import PackFormatError, load_pack
-from harness.packs.importer import import_bank
-from harness.packs.pack import BUNDLED_DIR
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
+from harness.mirage.packs.importer import import_bank
+from harness.mirage.packs.pack import BUNDLED_DIR
 from mirage.cli import app
 
 runner = CliRunner()

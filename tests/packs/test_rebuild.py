@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.packs.build import BUNDLED_PACKS, build_pack
-from harness.packs.pack import BUNDLED_DIR
+from harness.mirage.packs.build import BUNDLED_PACKS, build_pack
+from harness.mirage.packs.pack import BUNDLED_DIR
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.packs import PackFormatError, load_pack
-from harness.packs.pack import BUNDLED_DIR
-from harness.packs.schema import NONE, Question
-from harness.packs.validate import validate_pack
+from harness.kit.packfiles import PackFormatError
+from harness.mirage.packs import load_pack
+from harness.mirage.packs.pack import BUNDLED_DIR
+from harness.mirage.packs.schema import NONE, Question
+from harness.mirage.packs.validate import validate_pack
 
 
 def _copy_core(tmp_path: Path) -> Path:

@@ -47,8 +47,7 @@ from harness.cue.schema import (
     Task,
     profile_file,
 )
-from harness.packs.build.render import write_text
-from harness.packs.schema import load_model
+from harness.kit.packfiles import load_model, write_text
 
 
 class _Source(BaseModel):

@@ -21,8 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.packs.build.render import pil_font, save_pil_png
-from harness.packs.build.ui import _wrap
+from harness.kit.packfiles import pil_font, save_pil_png, wrap_text
 
 WIDTH, HEIGHT = 400, 260
 INK = (34, 34, 40)
@@ -81,7 +80,7 @@ def _colour(name: str, light: bool = False) -> tuple[int, int, int]:
 def _label(draw: Any, box: tuple[int, int, int, int], text: str, size: int) -> None:
     font = pil_font(size)
     left, top, right, bottom = box
-    lines = _wrap(draw, text.removeprefix("a ").removeprefix("an "), font, right - left - 6)
+    lines = wrap_text(draw, text.removeprefix("a ").removeprefix("an "), font, right - left - 6)
     line_height = size + 2
     y = (top + bottom) // 2 - line_height * len(lines) // 2
     for line in lines:

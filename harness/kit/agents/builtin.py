@@ -1,0 +1,134 @@
+"""The built-in runtime as the agent under test (what ``mirage run`` uses by default).
+
+Each probe restores a fresh session from the checkpoint (verified once, then parsed from memory),
+switches it to the answerer model, borrows a connection to the memory server and runs one agent
+turn. R_tool evidence comes from the executed calls of that turn.
+
+Connections are pooled (``runtime.mcp_client.MCPConnectionPool``): a probe's tagged URL
+``…/t/<tag>/mcp`` becomes the plain endpoint plus the header ``X-Mirage-Tag: <tag>`` on a
+connection lent to that probe alone, so the server attributes every call to its probe at any
+concurrency, and a probe does not pay for opening a connection (HTTP client, protocol
+negotiation, ``tools/list``). ``aclose()`` closes the pool.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.kit.agents.base import (
+    AgentUnderTest,
+    MemoryURL,
+    ProbeReply,
+    ProbeUsage,
+    RestorePoint,
+    ToolCallRecord,
+)
+from runtime.agent import Agent, TurnRecord
+from runtime.backbones.base import Backbone, ProviderError
+from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
+from runtime.session import Session
+from runtime.snapshot import SnapshotCache, session_hash
+
+
+def turn_usage(record: TurnRecord) -> ProbeUsage:
+    """EIT of the probe's first backbone call (the state's depth plus the question), and the
+    probe's tokens summed over its calls."""
+    if not record.usage:
+        return ProbeUsage()
+    return ProbeUsage(
+        eit=record.usage[0].input_tokens,
+        input_tokens=sum(u.input_tokens for u in record.usage),
+        cached_tokens=sum(u.cached_tokens for u in record.usage),
+        cache_write_tokens=sum(u.cache_write_tokens for u in record.usage),
+        output_tokens=sum(u.output_tokens for u in record.usage),
+        calls=len(record.usage),
+    )
+
+
+def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
+    return [
+        ToolCallRecord(
+            name=c.name,
+            arguments=dict(c.arguments),
+            label=c.label,
+            executed=c.executed,
+            error=c.error,
+        )
+        for c in record.tool_calls
+    ]
+
+
+def as_answerer(session: Session, model: str, max_output_tokens: int, adapters: bool) -> None:
+    """Switch a restored trunk session to the answerer: its model, reply budget and parser."""
+    session.config = session.config.model_copy(
+        update={
+            "model": model,
+            "max_output_tokens": max_output_tokens,
+            "adapters": adapters,
+            "parser": None,
+        }
+    )
+
+
+class BuiltinAgent(AgentUnderTest):
+    def __init__(
+        self,
+        backbone: Backbone,
+        *,
+        memory_url: MemoryURL | None,
+        max_output_tokens: int = 96,
+        adapters: bool = False,
+    ) -> None:
+        self.backbone = backbone
+        self.name = backbone.model
+        self.memory_url = memory_url
+        self.max_output_tokens = max_output_tokens
+        self.adapters = adapters
+        self._snapshots = SnapshotCache()
+        self._pools: dict[str, MCPConnectionPool] = {}
+
+    def restore(self, checkpoint: RestorePoint) -> tuple[Session, str]:
+        session = self._snapshots.restore(checkpoint.snapshot_path)
+        restored = session_hash(session)
+        as_answerer(session, self.backbone.model, self.max_output_tokens, self.adapters)
+        return session, restored
+
+    async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
+        session, restored = self.restore(checkpoint)
+        started = time.perf_counter()
+        try:
+            record = await self._turn(session, message, tag)
+        except ProviderError as error:
+            return ProbeReply(
+                error=f"provider_error: {error}",
+                restored_sha256=restored,
+                latency_s=time.perf_counter() - started,
+            )
+        return ProbeReply(
+            text=record.reply,
+            tool_calls=turn_tool_calls(record),
+            usage=turn_usage(record),
+            latency_s=time.perf_counter() - started,
+            restored_sha256=restored,
+            trace={"rounds": record.rounds, "parse_outcomes": list(record.parse_outcomes)},
+        )
+
+    async def _turn(self, session: Session, message: str, tag: str) -> TurnRecord:
+        if self.memory_url is None:
+            return await Agent(session, self.backbone).turn(message, purpose="probe")
+        from memory_server.http import untagged
+        from memory_server.server import TAG_HEADER
+
+        url, url_tag = untagged(self.memory_url(tag))
+        pool = self._pools.get(url)
+        if pool is None:
+            pool = self._pools[url] = MCPConnectionPool(MCPServerConfig(name="memory", url=url))
+        headers = {TAG_HEADER: url_tag} if url_tag else {}
+        async with pool.lease(headers) as tools:
+            return await Agent(session, self.backbone, tools).turn(message, purpose="probe")
+
+    async def aclose(self) -> None:
+        """Close the pooled memory-server connections (before the server stops)."""
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            await pool.aclose()

@@ -1,0 +1,153 @@
+"""``RunConfig``: every option of ``mirage run``, checked before any work, and the one source
+of its defaults (``mirage run`` reads each option's default from here, so the API and the
+command cannot disagree).
+
+Above: ``MirageRun`` and the ``mirage run`` command. Below: the kit's agent factory
+(``agent_spec``), memory binding and OpenClaw config loader, the checkpoints' format slugs and
+the scoring profiles' names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
+from harness.kit.memory import memory_binding
+from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
+from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
+
+DEFAULT_LIMIT = 12
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pack: str = "mirage-core"
+    models: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
+    trunk_model: str = DEFAULT_MODEL
+    summarizer_model: str | None = None
+    profile: str = "scaled"
+    scoring: ProfileName = Field(
+        default=DEFAULT_PROFILE,
+        description="Probe wording and scoring rules: paper (the released scorer) or lenient",
+    )
+    conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
+    repeats: int = Field(default=1, ge=1)
+    limit: int | None = Field(
+        default=DEFAULT_LIMIT,
+        ge=2,
+        description="Questions to use, as whole answerable/unanswerable pairs spread over the "
+        "evidence objects; None uses every question.",
+    )
+    summary_formats: list[str] = Field(
+        default_factory=lambda: ["verbatim"],
+        min_length=1,
+        description="Compaction summary formats; the first is the trunk's own (its S2 is S2), "
+        "each other one adds the states S2@<format>, branched from the same pre-compaction state",
+    )
+    memory_flush: bool = True
+    seed: int = 0
+    out: Path = Path("mirage-runs/default")
+    concurrency: int = Field(default=1, ge=1)
+    trunk_max_output_tokens: int | None = Field(
+        default=None, ge=8, description="Trunk reply budget; default 96 local, 512 otherwise."
+    )
+    probe_max_output_tokens: int | None = Field(
+        default=None,
+        ge=8,
+        description="Probe reply budget; default 64 for local models, 2048 otherwise (room for "
+        "reasoning models).",
+    )
+    adapters: bool = False
+    api_base: str | None = None
+    window: int | None = Field(
+        default=None,
+        ge=1024,
+        description="Trunk window; default the trunk model's own (8192 for a scripted trunk).",
+    )
+    agent: str | None = Field(
+        default=None,
+        description="An agent we did not write instead of --model: openai:URL or cmd:COMMAND",
+    )
+    agent_model: str | None = Field(default=None, description="model name sent to openai: agents")
+    agent_api_key: str | None = Field(default=None, exclude=True)
+    agent_timeout_s: float = Field(default=120.0, gt=0)
+    memory_url: str | None = Field(
+        default=None,
+        description="Where the memory server listens for the agent (http://HOST:PORT/mcp); "
+        "default a free loopback port (agents then need the per-probe URL)",
+    )
+    memory_token: str | None = Field(default=None, exclude=True)
+    openclaw_config: Path | None = Field(
+        default=None,
+        description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
+        "the generated config",
+    )
+
+    @field_validator("summary_formats", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("summary_formats")
+    @classmethod
+    def _summary_formats_known(cls, value: list[str]) -> list[str]:
+        from compaction.config import check_format
+
+        slugs = [format_slug(check_format(name)) for name in value]  # a bad template fails now
+        repeated = sorted({slug for slug in slugs if slugs.count(slug) > 1})
+        if repeated:
+            raise ValueError(f"--summary-format names {', '.join(repeated)} more than once")
+        return value
+
+    @property
+    def primary_format(self) -> str:
+        return self.summary_formats[0]
+
+    @model_validator(mode="after")
+    def _agent_options(self) -> RunConfig:
+        if self.agent is not None:
+            agent_spec(self.agent)
+        elif self.memory_url or self.agent_model:
+            raise ValueError("--memory-url and --agent-model apply only with --agent")
+        if self.agent == OPENCLAW_AGENT:
+            self._openclaw_options()
+        elif self.openclaw_config is not None:
+            raise ValueError("--openclaw-config applies only with --agent openclaw")
+        if self.memory_url is not None:
+            memory_binding(self.memory_url, self.memory_token)
+        return self
+
+    def _openclaw_options(self) -> None:
+        from harness.kit.agents.openclaw.config import load_user_config
+
+        if self.concurrency != 1:
+            raise ValueError("--agent openclaw runs one probe at a time: use --concurrency 1")
+        if self.summary_formats != ["verbatim"]:
+            raise ValueError(
+                "--summary-format applies to mirage's own compaction; OpenClaw compacts with its "
+                "own format"
+            )
+        if self.openclaw_config is not None:
+            load_user_config(self.openclaw_config)  # a bad file fails now, before any work
+
+    @property
+    def trunk_output_tokens(self) -> int:
+        local = (
+            self.trunk_model.startswith(LOCAL_PREFIX) or self.trunk_model == SCRIPTED_TRUNK_MODEL
+        )
+        return self.trunk_max_output_tokens or (96 if local else 512)
+
+    def probe_output_tokens(self, model: str) -> int:
+        return self.probe_max_output_tokens or (64 if model.startswith(LOCAL_PREFIX) else 2048)
+
+    @property
+    def summarizer(self) -> str:
+        if self.summarizer_model:
+            return self.summarizer_model
+        return DEFAULT_MODEL if self.trunk_model == SCRIPTED_TRUNK_MODEL else self.trunk_model

@@ -1,0 +1,112 @@
+"""The probe loop of Algorithm 1: for every state × condition × question × repeat, one fresh
+restore, one probe turn, one scored record appended to ``results.jsonl``.
+
+Order is state-major (then condition, question, repeat) so a local model's KV cache keeps the
+checkpoint's prefix between consecutive probes; ``concurrency`` workers take probes in that
+order. Keys already in the log are skipped, which is how a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from harness.kit.agents.base import AgentUnderTest, ProbeReply
+from harness.kit.results import ResultsLog
+from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.protocol import Condition
+from harness.mirage.records import ProbeRecord, RecordKey, build_record, provider_error_record
+from harness.mirage.scoring import Gold, ScoringProfile, SourceResolver
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbeTask:
+    key: RecordKey
+    checkpoint: Checkpoint
+    question: str
+    gold: Gold
+    condition: Condition
+
+    @property
+    def tag(self) -> str:
+        state, condition, question_id, repeat = self.key
+        return f"{state}.{condition}.{question_id}.r{repeat}"
+
+
+def plan_probes(
+    checkpoints: dict[str, Checkpoint],
+    questions: Sequence[tuple[str, str, Gold]],
+    conditions: Sequence[Condition],
+    repeats: int,
+) -> Iterator[ProbeTask]:
+    """Every probe in state-major order; ``questions`` holds (id, text, gold)."""
+    for state, checkpoint in checkpoints.items():
+        for condition in conditions:
+            for question_id, text, gold in questions:
+                for repeat in range(repeats):
+                    key = RecordKey(state, condition, question_id, repeat)
+                    yield ProbeTask(key, checkpoint, text, gold, condition)
+
+
+def record_for(
+    task: ProbeTask,
+    reply: ProbeReply,
+    resolver: SourceResolver | None,
+    model: str,
+    profile: ScoringProfile,
+) -> ProbeRecord:
+    extra = {
+        "prompt_template": profile.template(task.condition),
+        "model": model,
+        "latency_s": reply.latency_s,
+        "usage": reply.usage,
+        "checkpoint_sha256": task.checkpoint.manifest.snapshot_sha256,
+        "restored_sha256": reply.restored_sha256,
+        "state_eit": task.checkpoint.manifest.eit,
+        "summary_format": task.checkpoint.manifest.summary_format,
+        "tag": task.tag,
+        "trace": reply.trace,
+    }
+    if reply.error is not None:
+        return provider_error_record(task.key, task.gold, reply.error, profile, **extra)
+    calls = [call.model_dump() for call in reply.tool_calls]
+    return build_record(
+        task.key, reply.text, task.gold, resolver, profile, tool_calls=calls, **extra
+    )
+
+
+async def run_probes(
+    agent: AgentUnderTest,
+    tasks: Sequence[ProbeTask],
+    results: ResultsLog,
+    resolver: SourceResolver | None,
+    profile: ScoringProfile,
+    *,
+    concurrency: int = 1,
+    on_done: Callable[[ProbeRecord], None] | None = None,
+) -> int:
+    """Run every task whose key is not yet in ``results``, asking and scoring each probe the
+    way ``profile`` does; returns how many ran."""
+    pending = [task for task in tasks if task.key not in results]
+    queue: asyncio.Queue[ProbeTask] = asyncio.Queue()
+    for task in pending:
+        queue.put_nowait(task)
+
+    async def worker() -> None:
+        while not queue.empty():
+            task = queue.get_nowait()
+            message = profile.prompt(task.question, task.condition)
+            reply = await agent.probe(task.checkpoint, message, tag=task.tag)
+            record = record_for(task, reply, resolver, agent.name, profile)
+            results.append(record)
+            if on_done is not None:
+                on_done(record)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    log.info("probes_done", ran=len(pending), skipped=len(tasks) - len(pending))
+    return len(pending)

@@ -1,0 +1,162 @@
+"""The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
+
+Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.aggregate``
+over the records of ``DIR/results.jsonl``, and the kit's report building blocks
+(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``usage``: tokens
+(input, cached read, cache write, output) and cost per model (``harness.mirage.costs``), and with
+several summary formats ``summary_formats`` (``harness.mirage.report.formats``); everything else
+a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
+``details.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from harness.kit.results import read_records
+from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
+from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
+from harness.mirage.records import ProbeRecord
+from harness.mirage.report import tables
+from harness.mirage.report.figures import draw_figures
+from harness.mirage.report.formats import format_rows, formats_section
+from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
+
+SUMMARY_FILE = "summary.json"
+DETAILS_FILE = "details.json"
+REPORT_FILE = "report.md"
+FIGURES_DIR = "figures"
+
+
+class ReportFiles(BaseModel):
+    summary: Path
+    details: Path
+    report: Path
+    html: Path
+    figures: list[Path]
+    aggregate: Aggregate
+
+
+def _write_json(path: Path, payload: object) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+def details(agg: Aggregate) -> dict[str, object]:
+    dumped = agg.model_dump(mode="json")
+    keys = ("scoring", "runs", "roles", "cells", "cross_state", "deltas")
+    return {k: dumped[k] for k in keys}
+
+
+def scoring_line(agg: Aggregate) -> str:
+    """Which scoring profile produced the numbers, in one sentence."""
+    if agg.scoring is None:
+        return "Scoring profile: none (no records)."
+    from harness.mirage.scoring import get_profile
+
+    profile = get_profile(agg.scoring)
+    return f"Scoring profile: **{profile.name}** — {profile.summary} (docs/metrics.md)."
+
+
+def render_markdown(
+    agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report", note: str | None = None
+) -> str:
+    roles = agg.roles
+    sections = [
+        f"# {title}",
+        scoring_line(agg) + (f" {note}" if note else ""),
+        "All metrics are computed from the indicator fields of `results.jsonl` "
+        f"(definitions: docs/metrics.md). Runs: {agg.runs}. Percentages are means of the "
+        "per-run rates; PF is the mean count per run (per-run values and totals in "
+        "details.json); n counts recorded probes over all runs.",
+        "## Table 1 — metrics per state and condition",
+        "AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over parsed "
+        "unanswerable probes; MI over all recorded answerable probes (PF counts as 0); "
+        "OG = VC − GC (points); R_tool over all recorded probes.",
+        tables.table1(agg),
+        "## Table 2 — cross-state diagnostics",
+        f"DS = 100·(GC[{roles.d0}] − GC[{roles.deep}])/GC[{roles.d0}]; "
+        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}] (proportion); Ret = share of "
+        f"{roles.d0}-correct probes still correct at {roles.deep} (mean over runs); MI_d80k = MI "
+        f"at {roles.deep} (percent); OG as proportions.",
+        tables.table2(agg),
+        "## Wilson 95% intervals (per run; pooled rows labelled)",
+        tables.intervals_table(agg),
+        "## Mean ± SD over repeats",
+        tables.repeats_table(agg),
+        f"## Grounding transitions {roles.d0} → {roles.deep} → {roles.post}",
+        "Answerable probes recorded in all three states, counted over all runs; ✓ grounded "
+        "(GC=1), × not grounded or PF.",
+        tables.transitions_table(agg),
+        f"## Retention and source drift {roles.d0} → {roles.deep} (pooled over runs)",
+        tables.drift_table(agg),
+        "## Retrieval-path composition",
+        tables.paths_table(agg),
+        "## Cm − C0 (percentage points)",
+        tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
+        "## Figures",
+        "\n".join(f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures) or "None.",
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def _usage_section(usages: list[ModelUsage]) -> str:
+    return (
+        "\n## Tokens and cost\n\nEvery backbone call of the recorded probes (tool rounds "
+        "included); cache reads and writes are parts of the input. Prices: litellm's local "
+        "price map (unknown when the map has none).\n\n" + usage_markdown(usages) + "\n"
+    )
+
+
+def _attribution_section(directory: Path) -> str:
+    """The memory-server attribution of an agent under test, when the run wrote one."""
+    path = directory / "attribution.json"
+    if not path.exists():
+        return ""
+    from harness.mirage.report.attribution import AttributionSummary, summary_text
+
+    summary = AttributionSummary.model_validate_json(path.read_text(encoding="utf-8"))
+    return "\n## Memory-server attribution (agent under test)\n\n" + summary_text(summary) + "\n"
+
+
+def write_report(
+    directory: str | os.PathLike[str],
+    records: Iterable[ProbeRecord] | None = None,
+    roles: StateRoles | None = None,
+    note: str | None = None,
+) -> ReportFiles:
+    """Aggregate ``directory``'s results (or the given records) and write every report file;
+    ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
+    out = Path(directory)
+    records = list(records if records is not None else read_records(out, ProbeRecord))
+    agg = aggregate(records, roles)
+    usages = model_usage(records)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = draw_figures({"": agg}, out / FIGURES_DIR)
+    files = ReportFiles(
+        summary=out / SUMMARY_FILE,
+        details=out / DETAILS_FILE,
+        report=out / REPORT_FILE,
+        html=out / HTML_FILE,
+        figures=figures,
+        aggregate=agg,
+    )
+    usage = {"usage": [u.model_dump(mode="json") for u in usages]}
+    rows = format_rows(agg, records)
+    by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
+    _write_json(files.summary, {**agg.summary(), **usage, **by_format})
+    _write_json(files.details, details(agg))
+    sections = render_markdown(agg, figures, note=note) + formats_section(out, agg, records)
+    sections += _usage_section(usages)
+    files.report.write_text(sections + _attribution_section(out), encoding="utf-8")
+    label = answerer_label(out, records)
+    write_html(
+        files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""
+    )
+    return files

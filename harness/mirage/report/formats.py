@@ -1,0 +1,180 @@
+"""Summary formats side by side (the paper's appendix A.2, Table 5).
+
+Above: ``write_report``, the HTML page and ``write_comparison``. Below: the aggregate (each
+format's compaction state is a state of its own: ``S2`` for the run's first format,
+``S2@<format>`` for the others, the format in every record's ``summary_format``) and
+``summaries.json``, which ``mirage run`` writes into each result folder from the checkpoints: the
+summary every format produced, so the report shows what the answerer read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from harness.kit.report.tables import markdown_table
+from harness.kit.stats import Interval
+from harness.mirage.aggregate import Aggregate
+from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.records import ProbeRecord
+
+SUMMARIES_FILE = "summaries.json"
+
+
+class FormatSummary(BaseModel):
+    """The compaction summary a state's session starts with, and the format that wrote it."""
+
+    state: str
+    summary_format: str
+    text: str
+    tokens: int
+
+
+class FormatRow(BaseModel):
+    """SC and GC at one format's compaction state (pooled over runs, Wilson 95%), and Δcomp =
+    GC[state] − GC[deep state] as a proportion of the mean per-run rates."""
+
+    summary_format: str
+    state: str
+    condition: str
+    SC: Interval | None
+    GC: Interval | None
+    delta_comp: float | None
+    n: int
+
+
+_SUMMARIES = TypeAdapter(list[FormatSummary])
+
+
+def collect_summaries(checkpoints: Mapping[str, Checkpoint]) -> list[FormatSummary]:
+    """The summary of every checkpoint a summary format compacted (by record state)."""
+    from compaction.transcript import previous_summary
+    from runtime.snapshot import load_snapshot
+
+    found = []
+    for state, checkpoint in checkpoints.items():
+        summary_format = checkpoint.manifest.summary_format
+        if summary_format is None:
+            continue
+        session = load_snapshot(checkpoint.snapshot_path)
+        text = previous_summary(session.messages[0]) if session.messages else None
+        tokens = session.message_tokens[0] if text is not None else 0
+        found.append(
+            FormatSummary(
+                state=state, summary_format=summary_format, text=text or "", tokens=tokens
+            )
+        )
+    return found
+
+
+def write_summaries(directory: Path, summaries: Sequence[FormatSummary]) -> None:
+    if summaries:
+        (directory / SUMMARIES_FILE).write_bytes(_SUMMARIES.dump_json(list(summaries), indent=2))
+
+
+def read_summaries(directory: Path) -> list[FormatSummary]:
+    """``summaries.json`` of a result folder; none when the run wrote none (one bad file is
+    reported, not fatal: the numbers do not depend on it)."""
+    path = directory / SUMMARIES_FILE
+    if not path.is_file():
+        return []
+    try:
+        return _SUMMARIES.validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise ValueError(
+            f"{path}: not a summaries file ({exc.errors()[0]['msg']}); delete it "
+            "and re-run mirage run on the folder to write it again"
+        ) from exc
+
+
+def state_formats(records: Iterable[ProbeRecord]) -> dict[str, str]:
+    """Record state → summary format, for the states a format compacted."""
+    return {r.state: r.summary_format for r in records if r.summary_format is not None}
+
+
+def format_rows(
+    agg: Aggregate, records: Sequence[ProbeRecord], *, single: bool = False
+) -> list[FormatRow]:
+    """One row per format, compaction state and condition; none when fewer than two formats
+    ran (the tables already show the single one) unless ``single`` (a comparison of runs of
+    one format each)."""
+    formats = state_formats(records)
+    if len(set(formats.values())) < (1 if single else 2):
+        return []
+    rows = []
+    for state, summary_format in formats.items():
+        for condition, cell in agg.states.get(state, {}).items():
+            detail = agg.cells[state][condition]
+            deep = agg.states.get(agg.roles.deep, {}).get(condition)
+            delta = None
+            if cell.GC is not None and deep is not None and deep.GC is not None:
+                delta = (cell.GC - deep.GC) / 100
+            rows.append(
+                FormatRow(
+                    summary_format=summary_format,
+                    state=state,
+                    condition=condition,
+                    SC=detail.intervals_pooled.get("SC"),
+                    GC=detail.intervals_pooled.get("GC"),
+                    delta_comp=delta,
+                    n=cell.n,
+                )
+            )
+    return sorted(rows, key=lambda row: (row.condition, list(formats).index(row.state)))
+
+
+def _interval(interval: Interval | None) -> str:
+    if interval is None:
+        return "–"
+    return (
+        f"{interval.rate:.1f} [{interval.low:.1f}, {interval.high:.1f}] ({interval.k}/{interval.n})"
+    )
+
+
+def format_table(rows: Sequence[FormatRow], deep: str, label: str | None = None) -> str:
+    header = ["Cond.", "Format", "State", "SC % [95% CI]", "GC % [95% CI]", f"Δcomp vs {deep}", "n"]
+    body = [
+        [
+            row.condition,
+            row.summary_format,
+            row.state,
+            _interval(row.SC),
+            _interval(row.GC),
+            "–" if row.delta_comp is None else f"{row.delta_comp:+.2f}",
+            str(row.n),
+        ]
+        for row in rows
+    ]
+    if label is not None:
+        header, body = ["Model", *header], [[label, *line] for line in body]
+    return markdown_table(header, body)
+
+
+def summaries_markdown(summaries: Sequence[FormatSummary]) -> str:
+    blocks = []
+    for summary in summaries:
+        fence = "````" if "```" in summary.text else "```"
+        blocks.append(
+            f"### {summary.summary_format} (`{summary.state}`, {summary.tokens} tokens)\n\n"
+            f"{fence}text\n{summary.text}\n{fence}"
+        )
+    return "\n\n".join(blocks)
+
+
+def formats_section(directory: Path, agg: Aggregate, records: Sequence[ProbeRecord]) -> str:
+    """The report's section on summary formats, or "" for a run of one format."""
+    rows = format_rows(agg, records)
+    if not rows:
+        return ""
+    summaries = read_summaries(directory)
+    parts = [
+        "\n## Summary formats at the compaction state (appendix A.2)",
+        "Every format compacted the same pre-compaction state of one trunk; SC and GC pooled "
+        "over runs with Wilson 95% intervals, Δcomp from the mean per-run GC.",
+        format_table(rows, agg.roles.deep),
+    ]
+    if summaries:
+        parts += ["## The summaries", summaries_markdown(summaries)]
+    return "\n\n".join(parts) + "\n"

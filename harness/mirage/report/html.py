@@ -1,0 +1,235 @@
+"""``report.html``: one self-contained page per run, opened from disk (no server, no network).
+
+Above: the report writer (one answerer per result folder) and the comparison (every answerer).
+Below: probe records, the memory server's call log (``calls.jsonl``, one line per tool call,
+tagged with the probe's attribution tag), the pack's question wording, the report's tables and
+figures. Everything is embedded: the probes as JSON in the page, figures as PNG data URIs, the
+script and style inline; the template is rendered by jinja2 with autoescaping.
+
+Outcomes (the page's filter): ``grounded`` (GC = 1); ``ungrounded-but-correct`` (VC = 1,
+GC = 0); ``hallucinated`` (an answer claimed where it is wrong or where there is none: answerable
+with ẑ = YES and VC = 0, or HR = 1); ``refused`` (ẑ = NO and no answer claimed); ``PF``;
+``provider-error``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import ValidationError
+
+from harness.kit.rundir import RUN_CONFIG
+from harness.mirage.aggregate import Aggregate
+from harness.mirage.metrics import PROBE_INDICATORS, get_metric
+from harness.mirage.records import ProbeRecord
+
+log = structlog.get_logger(__name__)
+
+HTML_FILE = "report.html"
+CALL_LOG = "calls.jsonl"
+TEMPLATE = "report.html.j2"
+
+
+def outcome(record: ProbeRecord) -> str:
+    if record.provider_error is not None:
+        return "provider-error"
+    if record.pf:
+        return "PF"
+    if record.GC == 1:
+        return "grounded"
+    if record.VC == 1:
+        return "ungrounded-but-correct"
+    if record.HR == 1 or (record.gold_answerable == "YES" and record.parsed.answerable == "YES"):
+        return "hallucinated"
+    return "refused"
+
+
+def _indicator_rules(record: ProbeRecord) -> list[dict[str, Any]]:
+    """Each indicator with its value and the rule that set it."""
+    gold = record.gold
+    facts = {
+        "AC": f"ẑ = {record.parsed.answerable}, z* = {record.gold_answerable}",
+        "SC": f"canon(src) = {record.canonical_source}, src* = {gold.source if gold else '?'}",
+        "VC": f"ŷ = {record.parsed.answer}, y* = {gold.answer if gold else '?'}",
+        "GC": f"SC = {record.SC}, VC = {record.VC}",
+        "HR": f"ẑ = {record.parsed.answerable}, ŷ = {record.parsed.answer}",
+        "WS": f"canon(src) = {record.canonical_source}, src* = {gold.source if gold else '?'}",
+    }
+    rules = []
+    for name in PROBE_INDICATORS:
+        spec = get_metric(name)
+        value = getattr(record, name)
+        applies = spec.applies_to in ("all", record.gold_answerable)
+        why = facts.get(name, "") if applies and not record.pf else "not applicable"
+        if record.pf:
+            why = f"parse failure ({record.pf_reason or 'unparsed'}): every indicator is null"
+        if record.provider_error is not None:
+            why = "provider error: the probe is counted apart and enters no metric"
+        rules.append({"name": name, "value": value, "rule": spec.definition, "facts": why})
+    return rules
+
+
+def read_call_log(directory: Path) -> dict[str, list[dict[str, Any]]]:
+    """The memory server's log lines of ``directory``, by attribution tag."""
+    from memory_server.calllog import read_calls
+
+    by_tag: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for call in read_calls(directory / CALL_LOG):
+        if call.tag:
+            by_tag[call.tag].append(call.model_dump(mode="json"))
+    return by_tag
+
+
+def question_texts(directory: Path) -> dict[str, str]:
+    """Question wording from the run's pack (``run.json``); empty when it cannot be loaded."""
+    from harness.kit.packfiles import PackFormatError
+    from harness.mirage.packs import load_pack
+    from harness.mirage.packs.schema import PackPathError
+
+    for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
+        if not candidate.is_file():
+            continue
+        try:
+            pack = json.loads(candidate.read_text(encoding="utf-8")).get("pack")
+            return {q.id: q.question for q in load_pack(pack).questions} if pack else {}
+        except (OSError, ValueError, PackFormatError, PackPathError, ValidationError) as exc:
+            log.warning("report_html.pack_unavailable", path=str(candidate), error=str(exc))
+            return {}
+    return {}
+
+
+def answerer_label(directory: Path, records: Sequence[ProbeRecord]) -> str:
+    """The records' model when they name one, else the folder's name."""
+    models = sorted({r.model for r in records if r.model})
+    return models[0] if len(models) == 1 else directory.name
+
+
+def probe_view(
+    record: ProbeRecord,
+    model: str,
+    calls: dict[str, list[dict[str, Any]]],
+    questions: dict[str, str],
+) -> dict[str, Any]:
+    extra = record.model_extra or {}
+    tag = extra.get("tag")
+    return {
+        "id": "|".join([model, *(str(part) for part in record.key)]),
+        "model": model,
+        "state": record.state,
+        "condition": record.condition,
+        "question_id": record.question_id,
+        "repeat": record.repeat,
+        "question": questions.get(record.question_id),
+        "answerability": record.gold_answerable,
+        "outcome": outcome(record),
+        "gold": record.gold.model_dump(mode="json") if record.gold else None,
+        "raw_output": record.raw_output,
+        "parsed": record.parsed.model_dump(mode="json"),
+        "pf_reason": record.pf_reason,
+        "provider_error": record.provider_error,
+        "indicators": {name: getattr(record, name) for name in PROBE_INDICATORS},
+        "rules": _indicator_rules(record),
+        "path": record.path,
+        "tool_calls": [c.model_dump(mode="json") for c in record.tool_calls],
+        "server_log": calls.get(str(tag), []) if tag else [],
+        "tag": tag,
+        "eit": record.usage.eit,
+        "cached_tokens": record.usage.cached_tokens,
+        "output_tokens": record.usage.output_tokens,
+        "latency_s": record.latency_s,
+        "state_eit": extra.get("state_eit"),
+        "scoring": record.scoring,
+    }
+
+
+def markdown_to_html_table(markdown: str) -> str:
+    """The pipe tables of ``harness.mirage.report.tables`` as HTML (cells escaped)."""
+    from markupsafe import escape
+
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    if len(lines) < 2:
+        return f"<p>{escape(markdown)}</p>"
+
+    def cells(line: str) -> list[str]:
+        return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+    head = "".join(f"<th>{escape(c)}</th>" for c in cells(lines[0]))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells(line)) + "</tr>"
+        for line in lines[2:]
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _embedded_json(payload: object) -> str:
+    """JSON safe inside a <script> element."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(
+    title: str,
+    answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
+    figures: Sequence[Path],
+    note: str = "",
+) -> str:
+    """The page for ``answerers`` (label -> result folder, records, aggregate)."""
+    from harness.mirage.report import tables
+    from harness.mirage.report.formats import format_rows, format_table, read_summaries
+
+    probes = []
+    sections = []
+    for label, (directory, records, agg) in answerers.items():
+        calls, questions = read_call_log(directory), question_texts(directory)
+        probes += [probe_view(r, label, calls, questions) for r in records]
+        named = [
+            ("Table 1 — metrics per state and condition", tables.table1(agg)),
+            ("Table 2 — cross-state diagnostics", tables.table2(agg)),
+            ("Retrieval-path composition", tables.paths_table(agg)),
+        ]
+        rows = format_rows(agg, records)
+        if rows:
+            named.append(
+                ("Summary formats at the compaction state", format_table(rows, agg.roles.deep))
+            )
+        sections.append(
+            {
+                "label": label,
+                "tables": [(name, markdown_to_html_table(md)) for name, md in named],
+                "summaries": read_summaries(directory) if rows else [],
+            }
+        )
+    environment = Environment(
+        loader=PackageLoader("harness.mirage.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+    )
+    return environment.get_template(TEMPLATE).render(
+        title=title,
+        note=note,
+        sections=sections,
+        figures=[(p.stem, _data_uri(p)) for p in figures],
+        data=_embedded_json({"probes": probes}),
+        filters=["model", "state", "condition", "answerability", "outcome"],
+    )
+
+
+def write_html(
+    path: Path,
+    title: str,
+    answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
+    figures: Sequence[Path],
+    note: str = "",
+) -> Path:
+    path.write_text(render_html(title, answerers, figures, note), encoding="utf-8")
+    return path

@@ -1,0 +1,128 @@
+"""Markdown tables shaped like the paper's Tables 1, 2 and 9, plus diagnostics tables.
+
+Above: the report writer and the CLI (which prints Table 1). Below: an ``Aggregate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.kit.report.tables import DASH, fmt, markdown_table
+from harness.mirage.aggregate import Aggregate
+from harness.mirage.metrics import (
+    DELTA_METRICS,
+    DIAGNOSTICS,
+    HEADLINE_INTERVALS,
+    HEADLINE_SPREAD,
+    TABLE1_COLUMNS,
+    get_metric,
+)
+
+
+def table1(agg: Aggregate) -> str:
+    """State x condition metrics; percentages (means over runs) except PF (mean count per run)
+    and n (recorded probes)."""
+    rows = []
+    for cond in sorted({c for conds in agg.states.values() for c in conds}):
+        for state, conds in agg.states.items():
+            if cond in conds:
+                values = conds[cond].model_dump()
+                cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
+                rows.append([cond, state, *cells])
+    return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
+
+
+def table2(agg: Aggregate) -> str:
+    """Cross-state diagnostics: DS, Ret, MI_d80k in percent; delta_comp and OG as proportions."""
+    states = list(agg.states)
+    rows = []
+    for cond, diag in agg.diagnostics.items():
+        ogs = [agg.states[s].get(cond) for s in states]
+        og_cells = [fmt(None if c is None or c.OG is None else c.OG / 100, 2) for c in ogs]
+        values = diag.model_dump()
+        diagnostics = [get_metric(name).render(values[name]) for name in DIAGNOSTICS]
+        rows.append([cond, *diagnostics, *og_cells])
+    titles = [get_metric(name).title for name in DIAGNOSTICS]
+    header = ["Cond.", *titles, *(f"OG {s}" for s in states)]
+    return markdown_table(header, rows)
+
+
+def intervals_table(agg: Aggregate, metrics: Sequence[str] = HEADLINE_INTERVALS) -> str:
+    """Wilson 95% intervals (Table 9 shape) per run for the headline metrics of every cell;
+    with several runs, a row labelled "pooled" adds the interval on the pooled counts."""
+    rows = []
+    for state, conds in agg.cells.items():
+        for cond, detail in conds.items():
+            for metric in metrics:
+                labelled = [
+                    (f"run {run.repeat}" if len(detail.runs) > 1 else "", run.intervals[metric])
+                    for run in detail.runs
+                ]
+                if len(detail.runs) > 1:
+                    labelled.append(("pooled", detail.intervals_pooled[metric]))
+                for label, interval in labelled:
+                    if interval is None:
+                        continue
+                    rows.append(
+                        [
+                            f"{cond} {metric}, {state}" + (f" ({label})" if label else ""),
+                            f"{interval.k}/{interval.n}",
+                            f"{interval.rate:.1f}%",
+                            f"[{interval.low:.1f}, {interval.high:.1f}]",
+                        ]
+                    )
+    return markdown_table(["Cell", "Count", "Rate", "95% CI"], rows)
+
+
+def repeats_table(agg: Aggregate, metrics: Sequence[str] = HEADLINE_SPREAD) -> str:
+    """Mean ± sample SD over repeats."""
+    rows = []
+    for state, conds in agg.cells.items():
+        for cond, detail in conds.items():
+            cells = []
+            for metric in metrics:
+                s = detail.repeats.get(metric)
+                cells.append(
+                    DASH if s is None else f"{s.mean:.1f} ± {fmt(s.sd)} (n={len(s.values)})"
+                )
+            rows.append([cond, state, *cells])
+    return markdown_table(["Cond.", "State", *metrics], rows)
+
+
+def transitions_table(agg: Aggregate) -> str:
+    patterns = list(next(iter(agg.cross_state.values())).transitions) if agg.cross_state else []
+    rows = [
+        [cond, str(cross.transitions_shared), *(str(cross.transitions[p]) for p in patterns)]
+        for cond, cross in agg.cross_state.items()
+    ]
+    return markdown_table(["Cond.", "shared", *patterns], rows)
+
+
+def drift_table(agg: Aggregate) -> str:
+    rows = [
+        [
+            cond,
+            f"{c.ret_kept}/{c.ret_d0_correct}",
+            f"{c.drift_changed}/{c.drift_both_correct}",
+            fmt(c.source_drift),
+        ]
+        for cond, c in agg.cross_state.items()
+    ]
+    return markdown_table(["Cond.", "kept (Ret)", "source changed", "drift %"], rows)
+
+
+def paths_table(agg: Aggregate) -> str:
+    rows = [
+        [cond, state, fmt(d.path["R_context"]), fmt(d.path["R_tool"])]
+        for state, conds in agg.cells.items()
+        for cond, d in conds.items()
+    ]
+    return markdown_table(["Cond.", "State", "R_context %", "R_tool %"], rows)
+
+
+def deltas_table(agg: Aggregate) -> str:
+    rows = [
+        [state, *(fmt(deltas[m], signed=True) for m in DELTA_METRICS)]
+        for state, deltas in agg.deltas.items()
+    ]
+    return markdown_table(["State", *(f"Δ{m}" for m in DELTA_METRICS)], rows)

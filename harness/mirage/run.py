@@ -1,0 +1,632 @@
+"""``mirage run``: the MIRAGE protocol end to end (papers/mirage.txt, Algorithm 1).
+
+1. materialise the pack's workspace W and index it;
+2. build the trunk T = plant ⊕ filler with the trunk model (compaction on) and capture one
+   checkpoint per state — or reuse the family of checkpoints a previous run built with the same
+   trunk configuration; with several summary formats, the first compacts inline and every other
+   one branches its compaction states (``S2@<format>``) from the state right before the first
+   compaction;
+3. for each answerer model: every state × condition × question × repeat on a fresh restore,
+   with the memory server pinned to the checkpoint's workspace version and a per-probe
+   attribution tag; records appended to ``<out>/<model>/results.jsonl`` (resumable);
+4. report (``summary.json``, ``report.md``, figures) per model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from harness.kit.agents.factory import OPENCLAW_AGENT
+from harness.kit.memory import memory_endpoint
+from harness.kit.rundir import RUN_CONFIG, model_slug, pack_digest
+from harness.mirage.checkpoints import (
+    BRANCH_POINT,
+    SCRIPTED_TRUNK_MODEL,
+    Checkpoint,
+    CheckpointError,
+    TrunkConfig,
+    checkpoint_dir_name,
+    family_lock,
+    load_branch,
+    load_family,
+    mark_family_complete,
+    read_checkpoint,
+)
+from harness.mirage.config import RunConfig
+from harness.mirage.records import ProbeRecord
+from harness.mirage.scoring import Gold, ScoringProfile, get_profile
+from runtime.backbones import LOCAL_PREFIX
+
+if TYPE_CHECKING:
+    from harness.kit.agents.base import AgentUnderTest
+    from harness.kit.attribution import AttributedAgent
+    from harness.mirage.report import ReportFiles
+    from harness.mirage.trunk import TrunkModels
+
+log = structlog.get_logger(__name__)
+
+SCRIPTED_TRUNK_WINDOW = 8192
+
+
+class RunInputError(RuntimeError):
+    """A file the run reads or writes is bad (pack, checkpoint, results log); the message is
+    one line naming the file and what to do."""
+
+
+@contextmanager
+def bad_files_reported() -> Iterator[None]:
+    """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
+    from harness.kit.packfiles import PackFormatError
+    from harness.kit.results import ResultsLogError
+    from harness.mirage.packs.schema import PackPathError
+
+    try:
+        yield
+    except PackFormatError as exc:
+        raise RunInputError(exc.summary()) from exc
+    except (PackPathError, CheckpointError, ResultsLogError) as exc:
+        raise RunInputError(str(exc)) from exc
+
+
+class ResumeError(ValueError):
+    """An existing output folder cannot be resumed with this configuration."""
+
+
+def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
+    """All questions, or ``limit`` of them as whole answerable/unanswerable pairs picked
+    round-robin across evidence objects (so a small run still covers every object)."""
+    if limit is None or limit >= len(questions):
+        return list(questions)
+    by_pair: dict[str, list[Any]] = defaultdict(list)
+    for question in questions:
+        by_pair[question.pair_id].append(question)
+    by_object: dict[str, list[str]] = defaultdict(list)
+    for pair_id, members in by_pair.items():
+        answerable = [q for q in members if str(q.gold_answerable) == "YES"]
+        by_object[answerable[0].gold_source if answerable else "NONE"].append(pair_id)
+    chosen: list[Any] = []
+    queues = [list(pairs) for _, pairs in sorted(by_object.items())]
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.extend(by_pair[queue.pop(0)])
+    return chosen
+
+
+class MirageRun:
+    """One ``mirage run``: owns the output folder layout and the run's stages."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        progress: Any | None = None,
+        backbones: dict[str, Any] | None = None,
+    ) -> None:
+        """``backbones`` maps model strings to ready backbones (tests, or callers that build
+        their own); every other model string goes through ``make_backbone``."""
+        from harness.mirage.packs import load_pack
+        from harness.mirage.states import depth_profile
+
+        self.config = config
+        self.backbones = dict(backbones or {})
+        self.out = config.out
+        with bad_files_reported():
+            self.pack = load_pack(config.pack)
+        self.progress = progress
+        self.window = self._trunk_window()
+        self.profile = depth_profile(config.profile, self.window)
+        self._check_format_axis()
+        self.workspace = self.out / "workspace"
+        self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
+        self._trunk_task: Any = None  # the trunk's progress task
+
+    def _check_models(self) -> None:
+        """Every model this run still needs exists, before any work: answerers with probes to
+        run, and the trunk's models when the trunk must be built (a finished run resumes or
+        reports without them)."""
+        from runtime.backbones import check_model
+
+        config = self.config
+        existing = self.existing_checkpoints() if config.agent != OPENCLAW_AGENT else None
+        needed: list[str] = []
+        if config.agent is None or config.agent == OPENCLAW_AGENT:
+            folders = zip(config.models, self.result_dirs(), strict=False)
+            needed += [
+                model
+                for model, folder in folders
+                if existing is None or self.pending_probes(folder, existing)
+            ]
+        if existing is None and config.agent != OPENCLAW_AGENT:
+            scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
+            needed += [config.summarizer] if scripted else [config.trunk_model, config.summarizer]
+        for model in dict.fromkeys(needed):
+            if model in self.backbones:
+                continue
+            try:
+                check_model(model, None if model.startswith(LOCAL_PREFIX) else config.api_base)
+            except ValueError as exc:
+                raise RunInputError(str(exc)) from exc
+
+    def _check_format_axis(self) -> None:
+        if len(self.config.summary_formats) == 1:
+            return
+        compactions = [s for s in self.profile.states if s.kind == "compaction"]
+        if not compactions:
+            raise RunInputError(
+                f"profile {self.profile.name!r} has no compaction state: several summary formats "
+                "would give identical states; give one --summary-format"
+            )
+        later = [s.name for s in compactions if s.compactions > 1]
+        if later:
+            raise RunInputError(
+                f"state(s) {', '.join(later)} come after a later compaction: summary formats "
+                "branch only at the first one; run each format with its own --out"
+            )
+
+    def state_key(self, state: str, summary_format: str) -> str:
+        """The record state of a compaction state under ``summary_format``: the state's own
+        name for the primary format, ``<state>@<format>`` for the others."""
+        if summary_format == self.config.primary_format:
+            return state
+        return checkpoint_dir_name(state, summary_format)
+
+    def state_keys(self) -> list[tuple[str, str, str | None]]:
+        """(record state, profile state, summary format — None before the first compaction)
+        for every state of this run, in probe order."""
+        keys: list[tuple[str, str, str | None]] = []
+        for spec in self.profile.states:
+            if spec.kind != "compaction":
+                keys.append((spec.name, spec.name, None))
+                continue
+            for fmt in self.config.summary_formats:
+                keys.append((self.state_key(spec.name, fmt), spec.name, fmt))
+        return keys
+
+    def state_formats(self) -> dict[str, str]:
+        """Each compaction state key of this run → its summary format."""
+        return {key: fmt for key, _, fmt in self.state_keys() if fmt is not None}
+
+    def _trunk_window(self) -> int:
+        if self.config.window is not None:
+            return self.config.window
+        if self.config.agent == OPENCLAW_AGENT:
+            from harness.mirage.openclaw.run import openclaw_window
+
+            model = self.config.models[0]
+            backbone = self.backbone(model, self.config.probe_output_tokens(model))
+            return openclaw_window(int(backbone.context_window))
+        if self.config.trunk_model == SCRIPTED_TRUNK_MODEL:
+            return SCRIPTED_TRUNK_WINDOW
+        backbone = self.backbone(self.config.trunk_model, self.config.trunk_output_tokens)
+        return int(backbone.context_window)
+
+    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
+        """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
+        from runtime.backbones import check_model, make_backbone
+
+        if model in self.backbones:
+            return self.backbones[model]
+        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
+        if self.config.api_base and not model.startswith(LOCAL_PREFIX):
+            options["api_base"] = self.config.api_base
+        try:
+            check_model(model, options.get("api_base"))
+        except ValueError as exc:
+            raise RunInputError(str(exc)) from exc
+        return make_backbone(model, **options)
+
+    def trunk_config(self) -> TrunkConfig:
+        states = tuple((s.name, s.kind, s.eit, s.compactions) for s in self.profile.states)
+        return TrunkConfig(
+            pack=self.pack.name,
+            pack_digest=pack_digest(self.pack.root),
+            seed=self.config.seed,
+            trunk_model=self.config.trunk_model,
+            profile=self.profile.name,
+            window=self.profile.window,
+            states=states,
+            summary_format=None,  # formats branch at the first compaction: not in the family
+            summarizer_model=self.config.summarizer,
+            memory_flush=self.config.memory_flush,
+            max_output_tokens=self.config.trunk_output_tokens,
+        )
+
+    def prepare_workspace(self) -> Any:
+        from memory_server.index import HybridIndex
+        from memory_server.workspace import Workspace
+
+        progress = self.progress
+        task = progress.add_task("workspace + index", total=1) if progress else None
+        if not (self.workspace / "MANIFEST.yaml").exists():
+            self.pack.materialize_workspace(self.workspace)
+        index = HybridIndex(Workspace.open(self.workspace))
+        index.sync()
+        if progress:
+            progress.update(task, completed=1)
+        return index
+
+    @property
+    def family_dir(self) -> Path:
+        return self.out / "checkpoints" / self.trunk_config().family_id()
+
+    def existing_checkpoints(self) -> dict[str, Checkpoint] | None:
+        """Every state's checkpoint by record state when the family and every format's branch
+        are built, else None (builds and writes nothing)."""
+        shared = load_family(self.family_dir, self.shared_states)
+        if shared is None:
+            return None
+        branches = self._existing_branches()
+        if len(branches) < len(self.config.summary_formats):
+            return None
+        return self._by_state_key(shared, branches)
+
+    def _existing_branches(self) -> dict[str, dict[str, Checkpoint]]:
+        compacted = [s.name for s in self.profile.states if s.kind == "compaction"]
+        branches = {}
+        for fmt in self.config.summary_formats:
+            branch = load_branch(self.family_dir, compacted, fmt)
+            if branch is not None:
+                branches[fmt] = branch
+        return branches
+
+    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]:
+        """Every state's checkpoint by record state, building what the family lacks: the
+        trunk (with the primary format inline) and the other formats' branches."""
+        trunk, family_dir = self.trunk_config(), self.family_dir
+        with family_lock(family_dir):
+            shared = load_family(family_dir, self.shared_states)
+            branches = self._existing_branches() if shared is not None else {}
+            missing = [f for f in self.config.summary_formats if f not in branches]
+            if shared is None or missing:
+                shared, built = await self._build_family(trunk, family_dir, index, missing, shared)
+                branches.update(built)
+            else:
+                log.info("checkpoints_reused", family=family_dir.name)
+        return self._by_state_key(shared, branches)
+
+    def _by_state_key(
+        self, shared: dict[str, Checkpoint], branches: dict[str, dict[str, Checkpoint]]
+    ) -> dict[str, Checkpoint]:
+        return {
+            key: shared[state] if fmt is None else branches[fmt][state]
+            for key, state, fmt in self.state_keys()
+        }
+
+    async def _build_family(
+        self,
+        trunk: TrunkConfig,
+        family_dir: Path,
+        index: Any,
+        formats: list[str],
+        shared: dict[str, Checkpoint] | None,
+    ) -> tuple[dict[str, Checkpoint], dict[str, dict[str, Checkpoint]]]:
+        """The trunk when ``shared`` is None (compacting with ``formats[0]``), then a branch
+        for every other format; returns the shared states and the formats' compaction states."""
+        from harness.mirage.trunk import branch_formats
+        from runtime.mcp_client import MCPServerConfig, MCPToolset
+
+        models = self._trunk_models(trunk)
+        branches: dict[str, dict[str, Checkpoint]] = {}
+        with memory_endpoint(self.workspace, index, self.out / "trunk-calls.jsonl") as memory:
+            async with AsyncExitStack() as stack:
+                tools = await stack.enter_async_context(
+                    MCPToolset([MCPServerConfig(name="memory", url=memory.tagged_url("trunk"))])
+                )
+                if shared is None:
+                    shared, inline = await self._build_trunk(
+                        trunk, family_dir, models, tools, formats[0]
+                    )
+                    branches[formats[0]] = inline
+                    formats = formats[1:]
+                if formats:
+                    branch_point = self._branch_point(family_dir, formats)
+                    branches.update(
+                        await branch_formats(
+                            branch_point,
+                            formats,
+                            models,
+                            tools,
+                            self.pack,
+                            self.profile,
+                            self._branch_progress(len(formats)),
+                        )
+                    )
+        return shared, branches
+
+    @property
+    def shared_states(self) -> list[str]:
+        """The states every summary format shares: those before the first compaction."""
+        return [s.name for s in self.profile.states if s.kind != "compaction"]
+
+    def _trunk_models(self, trunk: TrunkConfig) -> TrunkModels:
+        from harness.mirage.trunk import TrunkModels
+
+        trunk_backbone = None
+        if self.config.trunk_model != SCRIPTED_TRUNK_MODEL:
+            trunk_backbone = self.backbone(self.config.trunk_model, trunk.max_output_tokens)
+        summarizer = (
+            trunk_backbone
+            if self.config.summarizer == self.config.trunk_model
+            else self.backbone(self.config.summarizer, 512)
+        )
+        return TrunkModels(trunk_backbone, summarizer)
+
+    def _branch_point(self, family_dir: Path, formats: list[str]) -> Checkpoint:
+        folder = family_dir / BRANCH_POINT
+        if not folder.is_dir():
+            raise RunInputError(
+                f"{family_dir} has no {BRANCH_POINT} checkpoint (its first compaction came from a "
+                f"context overflow in mid-turn): run {', '.join(formats)} with its own --out"
+            )
+        return read_checkpoint(folder)
+
+    async def _build_trunk(
+        self,
+        trunk: TrunkConfig,
+        family_dir: Path,
+        models: TrunkModels,
+        tools: Any,
+        summary_format: str,
+    ) -> tuple[dict[str, Checkpoint], dict[str, Checkpoint]]:
+        """The shared trunk compacting with ``summary_format``: the states before the first
+        compaction, and that format's compaction states."""
+        from harness.mirage.trunk import TrunkRunner, build_trunk_agent
+        from memory_server.workspace import Workspace
+
+        agent = build_trunk_agent(
+            trunk, self.profile, models, tools, self.workspace, summary_format
+        )
+        runner = TrunkRunner(
+            self.pack,
+            trunk,
+            self.profile,
+            agent,
+            family_dir,
+            Workspace.open(self.workspace).snapshot,
+            summary_format,
+        )
+        checkpoints = await runner.run(self.trunk_progress())
+        self.finish_trunk_progress(runner.position)
+        mark_family_complete(
+            family_dir,
+            trunk,
+            {
+                "turns": runner.position,
+                "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
+                "summary_format": summary_format,
+                "branch_point": runner.branch_point is not None,
+            },
+        )
+        compacted = {s.name for s in self.profile.states if s.kind == "compaction"}
+        inline = {name: cp for name, cp in checkpoints.items() if name in compacted}
+        return checkpoints, inline
+
+    def _branch_progress(self, total: int) -> Callable[[str], None] | None:
+        progress = self.progress
+        if progress is None:
+            return None
+        task = progress.add_task("summary formats (S2 branches)", total=total)
+        return lambda _format: progress.advance(task)
+
+    def finish_trunk_progress(self, turns: int) -> None:
+        """The trunk's bar ends when every state is reached, short of the window."""
+        if self.progress is not None and self._trunk_task is not None:
+            self.progress.update(
+                self._trunk_task,
+                completed=self.profile.window,
+                description=f"trunk: {turns} turns, every state reached",
+            )
+
+    def trunk_progress(self) -> Callable[[int, int], None] | None:
+        progress = self.progress
+        if progress is None:
+            return None
+        task = progress.add_task("trunk (EIT)", total=self.profile.window)
+        self._trunk_task = task
+
+        def update(position: int, eit: int) -> None:
+            progress.update(
+                task,
+                completed=min(eit, self.profile.window),
+                description=f"trunk turn {position} · EIT {eit}",
+            )
+
+        return update
+
+    def questions(self) -> list[tuple[str, str, Gold]]:
+        chosen = select_questions(list(self.pack.questions), self.config.limit)
+        return [(q.id, q.question, Gold.from_question(q)) for q in chosen]
+
+    @property
+    def scoring(self) -> ScoringProfile:
+        return get_profile(self.config.scoring)
+
+    def resolver(self) -> Any:
+        from memory_server.workspace import Workspace
+
+        return self.scoring.source_resolver(Workspace.open(self.workspace))
+
+    def result_dirs(self) -> list[Path]:
+        """The per-answerer result folders this run writes."""
+        if self.config.agent == OPENCLAW_AGENT:
+            return [self.out / f"openclaw-{model_slug(self.config.models[0])}"]
+        if self.config.agent is not None:
+            return [self.out / model_slug(self.config.agent_model or self.config.agent)]
+        return [self.out / model_slug(model) for model in self.config.models]
+
+    def check_resumable(self) -> None:
+        """Refuse to resume result folders scored under another profile (their prompts differ
+        too, so the records would not be comparable) or whose S2 came from another format."""
+        from harness.kit.results import RESULTS_FILE, read_records
+
+        formats = self.state_formats()
+        for folder in self.result_dirs():
+            if not (folder / RESULTS_FILE).is_file():
+                continue
+            records = read_records(folder, ProbeRecord)
+            other = sorted({r.scoring for r in records} - {self.config.scoring})
+            if other:
+                raise ResumeError(
+                    f"{folder / RESULTS_FILE} holds records of scoring profile "
+                    f"{', '.join(other)}; resume with --scoring {other[0]} or use a new --out"
+                )
+            for record in records:
+                expected = formats.get(record.state)
+                if record.summary_format not in (None, expected):
+                    raise ResumeError(
+                        f"{folder / RESULTS_FILE} holds {record.state} records under summary "
+                        f"format {record.summary_format}, this run's {record.state} is {expected}: "
+                        f"give --summary-format {record.summary_format} first or use a new --out"
+                    )
+
+    async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
+        from harness.kit.agents import BuiltinAgent
+
+        backbone = self.backbone(model, self.config.probe_output_tokens(model))
+        agent = BuiltinAgent(
+            backbone,
+            memory_url=None,
+            max_output_tokens=self.config.probe_output_tokens(model),
+            adapters=self.config.adapters,
+        )
+        return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
+
+    def external_agent(self, call_log: Path) -> AttributedAgent:
+        """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
+        from harness.kit.agents.factory import external_adapter
+        from harness.kit.attribution import AttributedAgent
+
+        assert self.config.agent is not None
+        inner = external_adapter(
+            self.config.agent,
+            model=self.config.agent_model,
+            api_key=self.config.agent_api_key,
+            timeout_s=self.config.agent_timeout_s,
+        )
+        return AttributedAgent(inner, call_log)
+
+    async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
+        assert self.config.agent is not None
+        (model_dir,) = self.result_dirs()
+        agent = self.external_agent(model_dir / "calls.jsonl")
+        return await self.probe_agent(agent, model_dir, checkpoints, index)
+
+    async def probe_agent(
+        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
+    ) -> Path:
+        """Every probe of ``agent`` in state-major order, the memory server pinned per state;
+        the compaction summaries of the states go to ``summaries.json`` for the report."""
+        from harness.mirage.report.formats import collect_summaries, write_summaries
+
+        with memory_endpoint(
+            self.workspace,
+            index,
+            model_dir / "calls.jsonl",
+            url=self.config.memory_url,
+            token=self.config.memory_token,
+        ) as memory:
+            agent.bind_memory(memory.tagged_url)
+            model_dir.mkdir(parents=True, exist_ok=True)
+            write_summaries(model_dir, collect_summaries(checkpoints))
+            try:
+                await self.probe_states(agent, model_dir, checkpoints, memory)
+            finally:
+                await agent.aclose()  # its connections to the memory server, before it stops
+        return model_dir
+
+    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
+        """How many probes of ``checkpoints`` have no record in ``model_dir`` yet."""
+        from harness.kit.results import RESULTS_FILE, read_records
+        from harness.mirage.probes import plan_probes
+
+        results = model_dir / RESULTS_FILE
+        done = {r.key for r in read_records(results, ProbeRecord)} if results.is_file() else set()
+        questions = self.questions()
+        tasks = plan_probes(checkpoints, questions, self.config.conditions, self.config.repeats)
+        return sum(task.key not in done for task in tasks)
+
+    async def probe_states(
+        self,
+        agent: AgentUnderTest,
+        model_dir: Path,
+        checkpoints: dict[str, Checkpoint],
+        memory: Any,
+    ) -> None:
+        """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
+        from harness.kit.results import ResultsLog
+        from harness.kit.rundir import write_workspace_link
+        from harness.mirage.probes import plan_probes, run_probes
+
+        questions = self.questions()
+        resolver = self.resolver()
+        model_dir.mkdir(parents=True, exist_ok=True)
+        write_workspace_link(model_dir, self.workspace)
+        with ResultsLog(model_dir / "results.jsonl", ProbeRecord) as results:
+            for state, checkpoint in checkpoints.items():
+                tasks = list(
+                    plan_probes(
+                        {state: checkpoint}, questions, self.config.conditions, self.config.repeats
+                    )
+                )
+                if all(task.key in results for task in tasks):
+                    continue
+                memory.pin(checkpoint.manifest.workspace_version)
+                await run_probes(
+                    agent,
+                    tasks,
+                    results,
+                    resolver,
+                    self.scoring,
+                    concurrency=self.config.concurrency,
+                    on_done=self._probe_progress(agent.name, state, len(tasks)),
+                )
+
+    def _probe_progress(self, model: str, state: str, total: int) -> Callable[[Any], None] | None:
+        progress = self.progress
+        if progress is None:
+            return None
+        task = progress.add_task(f"{model_slug(model)} · {state}", total=total)
+        return lambda _record: progress.advance(task)
+
+    async def execute(self) -> list[Path]:
+        """Every stage; returns the per-model result folders, each with its report (its files
+        and aggregate in ``self.reports``)."""
+        with bad_files_reported():
+            return await self._stages()
+
+    async def _stages(self) -> list[Path]:
+        from harness.mirage.report import write_report
+
+        self.check_resumable()
+        self._check_models()
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
+        index = self.prepare_workspace()
+        try:
+            folders = []
+            if self.config.agent == OPENCLAW_AGENT:
+                from harness.mirage.openclaw.run import run_openclaw
+
+                folders.append(await run_openclaw(self, index))
+            elif self.config.agent is not None:
+                checkpoints = await self.checkpoints(index)
+                folders.append(await self.probe_external(checkpoints, index))
+            else:
+                checkpoints = await self.checkpoints(index)
+                for model in self.config.models:
+                    folders.append(await self.probe_model(model, checkpoints, index))
+            for folder in folders:
+                if self.config.agent is not None:
+                    from harness.mirage.report.attribution import write_attribution_summary
+
+                    write_attribution_summary(folder)  # before the report, which may cite it
+                self.reports.append(write_report(folder))
+            return folders
+        finally:
+            index.close()

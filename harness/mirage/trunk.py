@@ -1,0 +1,355 @@
+"""The trunk conversation T = plant ⊕ filler and checkpoint capture (Algorithm 1, lines 1–2).
+
+Above: ``harness.mirage.run``. Below: the runtime agent loop with compaction (``CompactionPolicy``)
+and the memory server's tools. Planting turns whose assistant reply the pack scripts are
+replayed verbatim (the reply is not generated, usage is a tiktoken estimate); every other
+assistant turn comes from the trunk model — or, with ``trunk_model="scripted"``, from a fixed
+acknowledgement, so one checkpoint family can be shared by every answerer without any model.
+
+Summary formats: the trunk compacts with the run's first format and, right before its first
+compaction (after the memory flush), captures the branch point; ``branch_formats`` gives every
+other format its own compaction states from a fresh restore of that branch point, so the shared
+trunk and its S1 states are built once (the paper's appendix A.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import structlog
+
+from compaction.compactor import Reason
+from compaction.config import CompactionConfig
+from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
+from harness.mirage.checkpoints import (
+    BRANCH_POINT,
+    SCRIPTED_TRUNK_MODEL,
+    Checkpoint,
+    TrunkConfig,
+    discard_unfinished_family,
+    write_checkpoint,
+)
+from harness.mirage.packs import Pack
+from harness.mirage.states import PAPER_WINDOW, DepthProfile, StateSpec
+from runtime.agent import Agent
+from runtime.backbones.base import Backbone, Completion
+from runtime.factory import new_session
+from runtime.messages import Message, ToolSpec, UserMessage
+from runtime.profiles import resolve_profile
+from runtime.session import AgentConfig, CompactionRecord, Session
+from runtime.snapshot import load_snapshot, session_bytes, session_from_payload
+from runtime.tokens import estimate_usage
+from runtime.toolset import Toolset
+
+log = structlog.get_logger(__name__)
+
+SCRIPTED_ACKNOWLEDGEMENT = (
+    "Understood. I have noted the details of this task and will keep your constraints in mind "
+    "as we continue."
+)
+MAX_FILLER_TURNS = 5_000
+
+
+class TrunkError(RuntimeError):
+    """The trunk could not reach every requested state."""
+
+
+class ReplayBackbone(Backbone):
+    """Wraps the trunk model: replays a scripted reply when one is queued, else generates."""
+
+    def __init__(self, inner: Backbone | None, context_window: int) -> None:
+        self.inner = inner
+        self.model = inner.model if inner is not None else SCRIPTED_TRUNK_MODEL
+        self.context_window = inner.context_window if inner is not None else context_window
+        self.tool_mode = inner.tool_mode if inner is not None else "text"
+        self.profile = inner.profile if inner is not None else resolve_profile(self.model)
+        self.queued: str | None = None
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
+        text, self.queued = self.queued, None
+        if text is None and self.inner is not None:
+            return await self.inner.complete(messages, tools)
+        text = text if text is not None else SCRIPTED_ACKNOWLEDGEMENT
+        usage = estimate_usage(messages, tools, text)
+        if self.inner is not None:  # the model's own tokenizer when it has one: EIT on one scale
+            counted = self.inner.count_prompt_tokens(messages, tools)
+            usage = usage.model_copy(
+                update={"input_tokens": counted.tokens, "source": counted.source}
+            )
+        return Completion(text=text, usage=usage, model=self.model, finish_reason="stop")
+
+
+def compaction_config(
+    profile: DepthProfile, summary_format: str, summarizer_model: str, memory_flush: bool
+) -> CompactionConfig:
+    """Compaction budgets on the profile's window; the scaled profile scales the token
+    budgets by window / 120k so compaction lands where it did in the paper (~100k of 120k)."""
+    factor = profile.window / PAPER_WINDOW if profile.name == "scaled" else 1.0
+    defaults = CompactionConfig()
+    return CompactionConfig(
+        format=summary_format,
+        summarizer_model=summarizer_model,
+        window_cap=profile.window,
+        reserve_tokens=round(defaults.reserve_tokens * factor),
+        keep_recent_tokens=round(defaults.keep_recent_tokens * factor),
+        soft_threshold_tokens=round(defaults.soft_threshold_tokens * factor),
+        memory_flush=memory_flush,
+    )
+
+
+def check_states_reachable(profile: DepthProfile, threshold: int) -> None:
+    for spec in profile.states:
+        if spec.kind == "depth" and spec.eit is not None and spec.eit >= threshold:
+            raise TrunkError(
+                f"state {spec.name} (EIT {spec.eit}) is not below the compaction threshold "
+                f"({threshold} tokens on a {profile.window}-token window): it would never be "
+                "reached before the first compaction"
+            )
+
+
+class BranchingPolicy(CompactionPolicy):
+    """The trunk's compaction policy: keeps the session (as snapshot bytes) as it was right
+    before the first threshold compaction, after the memory flush — the summary formats'
+    branch point. A compaction that fails is retried on a later turn, which keeps a new one."""
+
+    def __init__(self, config: CompactionConfig, summarizer: Backbone | None) -> None:
+        super().__init__(config, summarizer=summarizer)
+        self.branch_point: bytes | None = None
+
+    async def compact(
+        self,
+        agent: Agent,
+        *,
+        reason: Reason = "manual",
+        keep_recent_tokens: int | None = None,
+        focus: str | None = None,
+    ) -> CompactionRecord | None:
+        if reason == "threshold" and agent.session.compaction_count == 0:
+            self.branch_point = session_bytes(agent.session)
+        return await super().compact(
+            agent, reason=reason, keep_recent_tokens=keep_recent_tokens, focus=focus
+        )
+
+
+class TrunkRunner:
+    """Drives one trunk and writes a checkpoint the moment each state is reached; compaction
+    states under ``summary_format`` (the agent's policy's format)."""
+
+    def __init__(
+        self,
+        pack: Pack,
+        trunk: TrunkConfig,
+        profile: DepthProfile,
+        agent: Agent,
+        family_dir: Path,
+        workspace_version: Callable[[], str | None],
+        summary_format: str | None = None,
+    ) -> None:
+        self.pack, self.trunk, self.profile, self.agent = pack, trunk, profile, agent
+        self.family_dir = family_dir
+        self.workspace_version = workspace_version
+        self.summary_format = summary_format
+        self.checkpoints: dict[str, Checkpoint] = {}
+        self.branch_point: Checkpoint | None = None
+        self.position = 0
+
+    @property
+    def replay(self) -> ReplayBackbone:
+        backbone = self.agent.backbone
+        assert isinstance(backbone, ReplayBackbone)
+        return backbone
+
+    def _capture(self, spec: StateSpec) -> None:
+        session = self.agent.session
+        self.checkpoints[spec.name] = write_checkpoint(
+            self.family_dir,
+            session,
+            state=spec.name,
+            trunk=self.trunk,
+            trunk_position=self.position,
+            trunk_turns_total=self.position,
+            workspace_version=self.workspace_version(),
+            summary_format=self.summary_format if session.compaction_count else None,
+        )
+        log.info(
+            "checkpoint",
+            state=spec.name,
+            eit=session.ledger.current_eit,
+            compactions=session.compaction_count,
+            position=self.position,
+        )
+
+    def _capture_branch_point(self) -> None:
+        """The session the policy kept during the last turn (after the turn's memory flush,
+        before its first compaction); the workspace is as then: compaction writes none."""
+        policy = self.agent.policy
+        if not isinstance(policy, BranchingPolicy) or policy.branch_point is None:
+            return
+        session = session_from_payload(policy.branch_point, BRANCH_POINT)
+        policy.branch_point = None
+        self.branch_point = write_checkpoint(
+            self.family_dir,
+            session,
+            state=BRANCH_POINT,
+            trunk=self.trunk,
+            trunk_position=self.position,
+            trunk_turns_total=self.position,
+            workspace_version=self.workspace_version(),
+        )
+        log.info("checkpoint", state=BRANCH_POINT, eit=session.ledger.current_eit)
+
+    def _capture_due(self, kinds: set[str]) -> None:
+        for spec in self.profile.states:
+            if spec.name in self.checkpoints or spec.kind not in kinds:
+                continue
+            if self._reached(spec):
+                self._capture(spec)
+
+    def _reached(self, spec: StateSpec) -> bool:
+        session = self.agent.session
+        if spec.kind == "depth":
+            depth = spec.eit or 0
+            return session.compaction_count == 0 and session.ledger.current_eit >= depth
+        if spec.kind == "compaction":
+            return session.compaction_count >= spec.compactions
+        return True
+
+    async def _turn(self, message: UserMessage, scripted: str | None) -> None:
+        self.replay.queued = scripted
+        await self.agent.turn(message)
+        self.position += 1
+
+    async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
+        discard_unfinished_family(self.family_dir)  # what an interrupted trunk left behind
+        for planted in self.pack.planting_turns():
+            await self._turn(planted.to_user_message(), planted.assistant)
+            self._capture_branch_point()
+            if on_turn:
+                on_turn(self.position, self.agent.session.ledger.current_eit)
+        self._capture_due({"plant_end"})
+        filler = self.pack.filler_turns(self.trunk.seed, n_turns=MAX_FILLER_TURNS)
+        for turn in filler:
+            if len(self.checkpoints) == len(self.profile.states):
+                break
+            await self._turn(UserMessage.text(turn.text), None)
+            self._capture_branch_point()
+            self._capture_due({"depth", "compaction"})
+            if on_turn:
+                on_turn(self.position, self.agent.session.ledger.current_eit)
+        missing = [s.name for s in self.profile.states if s.name not in self.checkpoints]
+        if missing:
+            session = self.agent.session
+            raise TrunkError(
+                f"the trunk ended after {self.position} turns at EIT "
+                f"{session.ledger.current_eit} with {session.compaction_count} compaction(s) "
+                f"without reaching state(s) {', '.join(missing)}"
+            )
+        return {spec.name: self.checkpoints[spec.name] for spec in self.profile.states}
+
+    async def run_branch(self) -> dict[str, Checkpoint]:
+        """On a session restored from the branch point: this format's first compaction, then
+        its compaction states (all must come right after it)."""
+        policy, agent = self.agent.policy, self.agent
+        assert isinstance(policy, CompactionPolicy)
+        keep = policy.budget(agent).keep_recent
+        await policy.compact(agent, reason="threshold", keep_recent_tokens=keep)
+        if agent.session.compaction_count == 0:
+            failures = agent.session.tool_state.get(FAILURES_STATE_KEY) or [{}]
+            raise TrunkError(
+                f"summary format {self.summary_format}: the compaction from the branch point "
+                f"failed ({failures[-1].get('error', 'no summary')})"
+            )
+        self._capture_due({"compaction"})
+        compaction_states = [s for s in self.profile.states if s.kind == "compaction"]
+        missing = [s.name for s in compaction_states if s.name not in self.checkpoints]
+        if missing:
+            raise TrunkError(
+                f"state(s) {', '.join(missing)} come after a later compaction: summary formats "
+                "branch only at the first one; run each format with its own --out"
+            )
+        return {spec.name: self.checkpoints[spec.name] for spec in compaction_states}
+
+
+async def branch_formats(
+    branch_point: Checkpoint,
+    formats: Sequence[str],
+    models: TrunkModels,
+    toolset: Toolset | None,
+    pack: Pack,
+    profile: DepthProfile,
+    on_branch: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, Checkpoint]]:
+    """The compaction states of each format in ``formats``, each from a fresh restore of
+    ``branch_point`` (written next to it, in the same family); ``on_branch`` is called with
+    each format once its states are written."""
+    manifest = branch_point.manifest
+    branches: dict[str, dict[str, Checkpoint]] = {}
+    for summary_format in formats:
+        session = load_snapshot(branch_point.snapshot_path)
+        agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
+        runner = TrunkRunner(
+            pack,
+            manifest.trunk,
+            profile,
+            agent,
+            branch_point.directory.parent,
+            lambda: manifest.workspace_version,
+            summary_format,
+        )
+        runner.position = manifest.trunk_position
+        branches[summary_format] = await runner.run_branch()
+        log.info("summary_format_branched", summary_format=summary_format)
+        if on_branch is not None:
+            on_branch(summary_format)
+    return branches
+
+
+class TrunkModels(NamedTuple):
+    """The trunk's model (None: scripted replies) and the compaction summarizer."""
+
+    trunk: Backbone | None
+    summarizer: Backbone | None
+
+
+def trunk_agent(
+    session: Session,
+    trunk: TrunkConfig,
+    profile: DepthProfile,
+    models: TrunkModels,
+    toolset: Toolset | None,
+    summary_format: str,
+) -> Agent:
+    """The trunk's agent on ``session``, compacting with ``summary_format``."""
+    replay = ReplayBackbone(models.trunk, context_window=profile.window)
+    compaction = compaction_config(
+        profile, summary_format, trunk.summarizer_model, trunk.memory_flush
+    )
+    check_states_reachable(profile, compaction.budget(profile.window).threshold)
+    policy = BranchingPolicy(compaction, summarizer=models.summarizer)
+    return Agent(session, replay, toolset, policy)
+
+
+def build_trunk_agent(
+    trunk: TrunkConfig,
+    profile: DepthProfile,
+    models: TrunkModels,
+    toolset: Toolset | None,
+    workspace: Path,
+    summary_format: str,
+) -> Agent:
+    """The trunk's agent on a new session, compacting with ``summary_format``."""
+    model, window = SCRIPTED_TRUNK_MODEL, profile.window
+    if models.trunk is not None:
+        model, window = models.trunk.model, models.trunk.context_window
+    if window < profile.window:
+        raise TrunkError(
+            f"profile {profile.name!r} needs a {profile.window}-token window but the trunk "
+            f"model {model} has {window}; use --profile scaled"
+        )
+    config = AgentConfig(
+        model=model, context_window=profile.window, max_output_tokens=trunk.max_output_tokens
+    )
+    session = new_session(config, profile.window, workspace)
+    return trunk_agent(session, trunk, profile, models, toolset, summary_format)
