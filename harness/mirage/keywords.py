@@ -27,6 +27,7 @@ MIN_MATCHES = 2
 """Distinct keywords that must be present (``min(MIN_MATCHES, n)``), as the released
 classifier requires: one coincidental word is not the artifact."""
 MAX_KEYWORDS = 8
+NUMBER_SHARE = 5 / 8
 MIN_DIGITS = 3
 MIN_WORD_CHARS = 4
 
@@ -67,10 +68,10 @@ def threshold(keywords: Sequence[str], minimum: int = MIN_MATCHES) -> int:
 
 
 def _distinctive(token: str) -> bool:
-    """A value or a name: a number of three or more digits, or a word of four or more
-    characters with a capital, a digit or an underscore."""
+    """A value or a name: a number with a separator (``6.4``, ``9:41``) or of three or more
+    digits, or a word of four or more characters with a capital, a digit or an underscore."""
     if is_number(token):
-        return sum(char.isdigit() for char in token) >= MIN_DIGITS
+        return not token.isdigit() or len(token) >= MIN_DIGITS
     if len(token) < MIN_WORD_CHARS:
         return False
     return any(char.isupper() or char.isdigit() or char == "_" for char in token)
@@ -97,9 +98,11 @@ def derive_keywords(
     Candidates are its tokens, in order of first occurrence, that are not (or do not contain)
     the artifact id and are not among the case-folded ``excluded`` tokens (other artifacts'
     texts, titles, aliases, file names, the planting turns, the filler). Distinctive tokens
-    (``_distinctive``) are preferred; plain words of four or more letters join them only when
-    fewer than ``MIN_MATCHES`` distinctive ones exist. The result is spread evenly over the
-    candidates, so a long table gives values from its start, middle and end."""
+    (``_distinctive``: values and names) are preferred; plain words of four or more letters
+    join them only when fewer than ``MIN_MATCHES`` distinctive ones exist. Numbers take up to
+    ``NUMBER_SHARE`` of the places and words the rest (either fills what the other leaves),
+    each spread evenly over its candidates, so a long table gives values from its start,
+    middle and end."""
     banned = set(excluded)
     own_id = artifact_id.casefold()
     seen: set[str] = set()
@@ -113,7 +116,11 @@ def derive_keywords(
             ranked.append((token, _distinctive(token)))
     preferred = [token for token, distinctive in ranked if distinctive]
     pool = preferred if len(preferred) >= MIN_MATCHES else [token for token, _ in ranked]
-    return _spread(pool, limit)
+    numbers = [token for token in pool if is_number(token)]
+    words = [token for token in pool if not is_number(token)]
+    number_places = max(min(len(numbers), round(limit * NUMBER_SHARE)), limit - len(words))
+    chosen = set(_spread(numbers, number_places)) | set(_spread(words, limit - number_places))
+    return [token for token in pool if token in chosen]
 
 
 def keyword_problems(
