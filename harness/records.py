@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from harness.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
+from harness.mirage.paths import RETRIEVAL_TOOLS
 from harness.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
 from harness.scoring import (
     Gold,
@@ -53,12 +54,6 @@ RESULTS_FILE = "results.jsonl"
 # ``prompt_template`` recorded with every record.
 SCHEMA_VERSION = 2
 STORED = "stored"  # validation context flag: the data comes from a results file
-RETRIEVAL_TOOLS: frozenset[str] = frozenset(
-    {"artifact_recall", "artifact_get", "memory_search", "memory_get"}
-)
-"""The memory server's retrieval tools, and OpenClaw's own memory tools (the paper counts its
-memory_search / memory_get of memory paths as tool retrieval; the OpenClaw adapter records only
-reads of memory paths under these names)."""
 RetrievalPath = Literal["R_context", "R_tool"]
 
 
