@@ -124,12 +124,19 @@ def derive_keywords(
 
 
 def keyword_problems(
-    artifact_id: str, keywords: Sequence[str], text: str, excluded: Mapping[str, str]
+    artifact_id: str, keywords: Sequence[str], text: str | None, excluded: Mapping[str, str]
 ) -> list[str]:
     """Why ``keywords`` cannot show artifact ``artifact_id``'s content (empty when they can).
 
-    ``text`` is the artifact's content text; ``excluded`` maps a case-folded token to where
-    else it occurs (a keyword found there would match without the content)."""
+    ``text`` is the artifact's content text (None: it has none); ``excluded`` maps a
+    case-folded token to where else it occurs (a keyword found there would match without the
+    content)."""
+    if text is None:
+        return [
+            f"artifact {artifact_id}: no text representation, so no content keywords; add a "
+            "derived text file saying what it shows (a description, summary or table) and name "
+            "it as its `text_representation`"
+        ]
     if not keywords:
         return [
             f"artifact {artifact_id}: no keywords; the retrieval path needs content keywords "

@@ -339,6 +339,12 @@ def _derive_keywords(out_dir: Path) -> list[str]:
             warnings.append(f"artifact {artifact_id}: keywords derived from its text: {listed}")
             continue
         source = pack.artifact(artifact_id).content_path
+        if pack.content_text(artifact_id) is None:
+            warnings.append(
+                f"artifact {artifact_id}: {source} is not text and no derived text describes "
+                f"it, so it has no content keywords; add derived/{artifact_id}.description.md"
+            )
+            continue
         warnings.append(
             f"artifact {artifact_id}: only {len(words)} content keyword(s) in {source}; add "
             "distinctive values and names of its content under its `keywords` in pack.yaml"

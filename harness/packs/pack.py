@@ -141,14 +141,24 @@ class Pack:
         artifact = self.artifact(artifact_id)
         return None if artifact.data is None else load_data(self.file(artifact.data))
 
+    def content_text(self, artifact_id: str) -> str | None:
+        """The artifact's content as text (its ``content_path``), or None when that file is not
+        text (an image without a derived description)."""
+        try:
+            return self.file(self.artifact(artifact_id).content_path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
     def text_representation(self, artifact_id: str) -> str:
         """The text that stands in for the artifact with text-only models."""
-        artifact = self.artifact(artifact_id)
-        path = artifact.content_path
-        try:
-            return self.file(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            return f"[{artifact.modality.value} {path}: {artifact.title}; no text representation]"
+        text = self.content_text(artifact_id)
+        if text is None:
+            artifact = self.artifact(artifact_id)
+            return (
+                f"[{artifact.modality.value} {artifact.content_path}: {artifact.title}; "
+                "no text representation]"
+            )
+        return text
 
     @cached_property
     def _boilerplate_tokens(self) -> dict[str, str]:
@@ -165,7 +175,7 @@ class Pack:
     @cached_property
     def _content_tokens(self) -> dict[str, set[str]]:
         return {
-            artifact_id: token_set(self.text_representation(artifact_id))
+            artifact_id: token_set(self.content_text(artifact_id) or "")
             for artifact_id in self.artifacts
         }
 
@@ -182,11 +192,12 @@ class Pack:
 
     def derived_keywords(self) -> dict[str, list[str]]:
         """Every artifact's content keywords by the pack rule (``derive_keywords`` over its
-        text representation, excluding ``keyword_exclusions``)."""
+        ``content_text``, excluding ``keyword_exclusions``); none for an artifact without
+        text."""
         return {
             artifact_id: derive_keywords(
                 artifact_id,
-                self.text_representation(artifact_id),
+                self.content_text(artifact_id) or "",
                 self.keyword_exclusions(artifact_id),
             )
             for artifact_id in self.artifacts

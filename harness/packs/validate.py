@@ -227,7 +227,7 @@ def check_keywords(pack: Pack) -> list[str]:
         problems += keyword_problems(
             artifact.id,
             artifact.keywords,
-            pack.text_representation(artifact.id),
+            pack.content_text(artifact.id),
             pack.keyword_exclusions(artifact.id),
         )
     return problems
