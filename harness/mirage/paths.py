@@ -222,9 +222,9 @@ def memory_path(arguments: Mapping[str, Any]) -> str | None:
 
 
 def call_verdict(index: int, call: ProbeCall, artifact_id: str) -> CallVerdict:
-    names_id = bool(call.result_text) and bool(
-        IdMentions([artifact_id]).find(call.result_text or "")
-    )
+    """Whether the call is a retrieval call (and why, or why not), and whether its result
+    names ``artifact_id``."""
+    names_id = bool(IdMentions([artifact_id]).find(call.result_text or ""))
     retrieval, reason = _call_kind(call)
     if names_id:
         reason += f"; its result names {artifact_id}"
