@@ -46,11 +46,10 @@ log = structlog.get_logger(__name__)
 
 MEMORY_TOOLS: frozenset[str] = frozenset({"artifact_recall", "artifact_get", "memory_append"})
 RETRIEVAL_TOOLS: frozenset[str] = frozenset(
-    {"artifact_recall", "artifact_get", "memory_search", "memory_get"}
+    {"artifact_recall", "artifact_get", "memory_search", "memory_get", "memory_recall"}
 )
-"""The memory server's retrieval tools, and OpenClaw's own memory tools (the paper counts its
-memory_search / memory_get of memory paths as tool retrieval; the OpenClaw adapter records only
-reads of memory paths under these names)."""
+"""The memory server's retrieval tools (``artifact_recall``, ``artifact_get``) and the released
+classifier's list (OpenClaw's ``memory_search`` / ``memory_get``, and ``memory_recall``)."""
 
 
 class AttributionError(RuntimeError):

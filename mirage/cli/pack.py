@@ -20,7 +20,8 @@ def validate_command(
         str, typer.Argument(help="bundled pack name (mirage-core, mirage-ext) or path")
     ],
 ) -> None:
-    """Check a pack: schema, files, pairing, golds against data, filler disjointness."""
+    """Check a pack: schema, files, pairing, golds against data, content keywords, filler
+    disjointness."""
     from harness.mirage.packs.validate import validate_pack
 
     problems = validate_pack(pack)
@@ -58,17 +59,20 @@ def import_command(
     out: Annotated[Path, typer.Option(*OUT, help="pack folder to write")],
     name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
 ) -> None:
-    """Turn a reference MIRAGE bank plus your artifact files into a pack, then validate it."""
+    """Turn a reference MIRAGE bank plus your artifact files into a pack (content keywords
+    derived from each artifact's text), then validate it."""
     from harness.kit.packfiles import PackFormatError
     from harness.mirage.packs.importer import import_bank
     from harness.mirage.packs.validate import validate_pack
 
     try:
-        path = import_bank(bank, artifacts, out, name)
+        path, warnings = import_bank(bank, artifacts, out, name)
     except PackFormatError as exc:
         for line in exc.lines():
             typer.echo(f"error: {line}", err=True)
         raise typer.Exit(code=EXIT_USAGE) from exc
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
     problems = validate_pack(path)
     for problem in problems:
         typer.echo(f"  - {problem}", err=True)

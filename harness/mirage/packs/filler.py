@@ -84,3 +84,19 @@ def sample_filler(
     if until_tokens is not None and total < until_tokens:
         raise ValueError(f"filler stopped at {MAX_TURNS} turns before {until_tokens} tokens")
     return turns
+
+
+def library_texts(library: FillerLibrary) -> Iterator[tuple[str, str]]:
+    """Every piece a filler turn can be made of, with where it sits in the library: persona,
+    openers and closers, each template (slots blanked) and each slot value."""
+    yield "filler persona", library.persona
+    for index, text in enumerate([*library.openers, *library.closers]):
+        yield f"filler opener/closer {index}", text
+    for task in library.tasks:
+        for stage_index, stage in enumerate(task.stages):
+            for variant, template in enumerate(stage):
+                where = f"filler task {task.id} stage {stage_index} variant {variant}"
+                yield where, SLOT_PATTERN.sub(" ", template)
+        for slot, values in task.slots.items():
+            for value in values:
+                yield f"filler task {task.id} slot {slot} value {value!r}", value

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import ValidationError
@@ -25,7 +25,9 @@ from harness.kit.packfiles import (
     read_text,
     read_yaml,
 )
+from harness.mirage.keywords import MIN_MATCHES
 from harness.mirage.packs.build.assemble import FILLER_SOURCE
+from harness.mirage.packs.pack import Pack, with_keywords
 from harness.mirage.packs.schema import (
     NONE,
     Artifact,
@@ -275,8 +277,14 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "a number")
 
 
-def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) -> Path:
-    """Write a pack at ``out_dir`` from a reference bank and the user's artifact files."""
+class ImportedPack(NamedTuple):
+    path: Path
+    warnings: list[str]
+
+
+def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) -> ImportedPack:
+    """Write a pack at ``out_dir`` from a reference bank and the user's artifact files; the
+    warnings say which content keywords were derived for each artifact."""
     questions = convert_bank(bank_path)
     artifacts = discover_artifacts(artifacts_dir)
     known = {artifact.id for artifact in artifacts}
@@ -313,7 +321,37 @@ def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) 
         QuestionBank(questions=questions).model_dump(mode="json", exclude_none=True),
     )
     shutil.copyfile(FILLER_SOURCE, out_dir / "filler.yaml")
-    return out_dir
+    return ImportedPack(out_dir, _derive_keywords(out_dir))
+
+
+def _derive_keywords(out_dir: Path) -> list[str]:
+    """Give every artifact of the pack at ``out_dir`` keywords derived from its text (a
+    reference bank has none) and say so; ``mirage pack validate`` reports an artifact left
+    without any."""
+    pack = Pack(out_dir)
+    keywords = pack.derived_keywords()
+    _write_yaml(
+        out_dir / "pack.yaml",
+        with_keywords(pack.spec, keywords).model_dump(mode="json", exclude_none=True),
+    )
+    warnings = []
+    for artifact_id, words in keywords.items():
+        if len(words) >= MIN_MATCHES:
+            listed = ", ".join(words)
+            warnings.append(f"artifact {artifact_id}: keywords derived from its text: {listed}")
+            continue
+        source = pack.artifact(artifact_id).content_path
+        if pack.content_text(artifact_id) is None:
+            warnings.append(
+                f"artifact {artifact_id}: {source} is not text and no derived text describes "
+                f"it, so it has no content keywords; add derived/{artifact_id}.description.md"
+            )
+            continue
+        warnings.append(
+            f"artifact {artifact_id}: only {len(words)} content keyword(s) in {source}; add "
+            "distinctive values and names of its content under its `keywords` in pack.yaml"
+        )
+    return warnings
 
 
 def _write_yaml(path: Path, payload: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mimetypes
 import shutil
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from harness.kit.packfiles import PackFormatError, load_model
-from harness.mirage.packs.filler import FillerTurn, sample_filler
+from harness.mirage.keywords import derive_keywords, token_set
+from harness.mirage.packs.filler import FillerTurn, library_texts, sample_filler
 from harness.mirage.packs.resolve import load_data
 from harness.mirage.packs.schema import (
     Artifact,
@@ -138,14 +140,67 @@ class Pack:
         artifact = self.artifact(artifact_id)
         return None if artifact.data is None else load_data(self.file(artifact.data))
 
+    def content_text(self, artifact_id: str) -> str | None:
+        """The artifact's content as text (its ``content_path``), or None when that file is not
+        text (an image without a derived description)."""
+        try:
+            return self.file(self.artifact(artifact_id).content_path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
     def text_representation(self, artifact_id: str) -> str:
         """The text that stands in for the artifact with text-only models."""
-        artifact = self.artifact(artifact_id)
-        path = artifact.text_representation or artifact.originals[0]
-        try:
-            return self.file(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            return f"[{artifact.modality.value} {path}: {artifact.title}; no text representation]"
+        text = self.content_text(artifact_id)
+        if text is None:
+            artifact = self.artifact(artifact_id)
+            return (
+                f"[{artifact.modality.value} {artifact.content_path}: {artifact.title}; "
+                "no text representation]"
+            )
+        return text
+
+    @cached_property
+    def _boilerplate_tokens(self) -> dict[str, str]:
+        where: dict[str, str] = {}
+        for index, turn in enumerate(self.spec.planting):
+            _add_tokens(where, f"{turn.user}\n{turn.assistant or ''}", f"planting turn {index}")
+        for place, text in library_texts(self.filler_library):
+            _add_tokens(where, text, place)
+        for artifact in self.spec.artifacts:
+            names = "\n".join([artifact.title, *artifact.aliases, *artifact.files])
+            _add_tokens(where, names, f"the title, aliases or file names of {artifact.id}")
+        return where
+
+    @cached_property
+    def _content_tokens(self) -> dict[str, set[str]]:
+        return {
+            artifact_id: token_set(self.content_text(artifact_id) or "")
+            for artifact_id in self.artifacts
+        }
+
+    def keyword_exclusions(self, artifact_id: str) -> dict[str, str]:
+        """Case-folded tokens found outside the artifact's own content, each with where: the
+        planting turns, the filler library, any artifact's title, aliases and file names, the
+        other artifacts' texts. A keyword among them would match without the content."""
+        where = dict(self._boilerplate_tokens)
+        for other, found in self._content_tokens.items():
+            if other != artifact_id:
+                for token in found:
+                    where.setdefault(token, f"the text of artifact {other}")
+        return where
+
+    def derived_keywords(self) -> dict[str, list[str]]:
+        """Every artifact's content keywords by the pack rule (``derive_keywords`` over its
+        ``content_text``, excluding ``keyword_exclusions``); none for an artifact without
+        text."""
+        return {
+            artifact_id: derive_keywords(
+                artifact_id,
+                self.content_text(artifact_id) or "",
+                self.keyword_exclusions(artifact_id),
+            )
+            for artifact_id in self.artifacts
+        }
 
     def materialize_workspace(self, dest_dir: Path | str) -> Path:
         """Copy every original and derived file into ``dest_dir`` and write ``MANIFEST.yaml``;
@@ -196,6 +251,20 @@ class Pack:
             if question.id == question_id:
                 return question
         raise KeyError(f"pack {self.name} has no question {question_id!r}")
+
+
+def _add_tokens(where: dict[str, str], text: str, place: str) -> None:
+    for token in token_set(text):
+        where.setdefault(token, place)
+
+
+def with_keywords(spec: PackFile, keywords: Mapping[str, list[str]]) -> PackFile:
+    """``spec`` with the artifacts named in ``keywords`` given those keywords."""
+    artifacts = [
+        artifact.model_copy(update={"keywords": keywords.get(artifact.id, artifact.keywords)})
+        for artifact in spec.artifacts
+    ]
+    return spec.model_copy(update={"artifacts": artifacts})
 
 
 def _manifest_entry(artifact: Artifact) -> dict[str, Any]:

@@ -115,6 +115,11 @@ class Artifact(_Strict):
         default=None, description="derived path whose text stands in for the original"
     )
     data: PackPath | None = Field(default=None, description="JSON file holding the generating data")
+    keywords: list[str] = Field(
+        default_factory=list,
+        description="content keywords: tokens of the text representation that show the "
+        "artifact's content is present (docs/packs.md)",
+    )
 
     @model_validator(mode="after")
     def _text_representation_is_derived(self) -> Artifact:
@@ -129,6 +134,12 @@ class Artifact(_Strict):
     @property
     def files(self) -> list[str]:
         return [*self.originals, *(item.path for item in self.derived)]
+
+    @property
+    def content_path(self) -> str:
+        """The file whose text stands in for the artifact: ``text_representation``, else the
+        first original (a code file is its own text)."""
+        return self.text_representation or self.originals[0]
 
 
 class Attachment(_Strict):

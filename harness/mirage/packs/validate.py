@@ -2,7 +2,8 @@
 
 Checks: the schema (via loading), files on disk, unique ids, planting covers each artifact,
 answerable/unanswerable pairing, golds re-derived from each artifact's data (answerable ones
-reproduce, unanswerable ones find no support), and filler disjointness (no artifact id, title
+reproduce, unanswerable ones find no support), content keywords (present, in the artifact's
+own text, nowhere else in the pack), and filler disjointness (no artifact id, title
 keyword or gold value in any filler template or slot value, so in no sampled turn).
 """
 
@@ -10,14 +11,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.kit.packfiles import PackFormatError
+from harness.mirage.keywords import keyword_problems
+from harness.mirage.packs.filler import library_texts
 from harness.mirage.packs.pack import Pack, load_pack
 from harness.mirage.packs.resolve import DerivationError, NoSupport, derive, format_answer
-from harness.mirage.packs.schema import SLOT_PATTERN, Answerability, AnswerType, Question
+from harness.mirage.packs.schema import Answerability, AnswerType, Question
 
 TITLE_STOPWORDS = frozenset(
     {
@@ -92,21 +94,6 @@ def _gold_patterns(question: Question) -> dict[str, re.Pattern[str]]:
     return patterns
 
 
-def _filler_texts(pack: Pack) -> Iterator[tuple[str, str]]:
-    library = pack.filler_library
-    yield "filler persona", library.persona
-    for index, text in enumerate([*library.openers, *library.closers]):
-        yield f"filler opener/closer {index}", text
-    for task in library.tasks:
-        for stage_index, stage in enumerate(task.stages):
-            for variant, template in enumerate(stage):
-                where = f"filler task {task.id} stage {stage_index} variant {variant}"
-                yield where, SLOT_PATTERN.sub(" ", template)
-        for slot, values in task.slots.items():
-            for value in values:
-                yield f"filler task {task.id} slot {slot} value {value!r}", value
-
-
 def any_term(terms: dict[str, re.Pattern[str]]) -> re.Pattern[str]:
     """One pattern matching wherever any of ``terms`` matches (a fast first pass)."""
     return re.compile("|".join(f"(?:{p.pattern})" for p in terms.values()), re.IGNORECASE)
@@ -116,7 +103,7 @@ def check_filler(pack: Pack) -> list[str]:
     terms = forbidden_terms(pack)
     combined = any_term(terms)
     problems = []
-    for where, text in _filler_texts(pack):
+    for where, text in library_texts(pack.filler_library):
         if not combined.search(text):
             continue
         for label, pattern in terms.items():
@@ -232,6 +219,21 @@ def derivation_problem(question: Question, data: Any) -> str | None:
     return None
 
 
+def check_keywords(pack: Pack) -> list[str]:
+    """Every artifact has content keywords, each one token of its own text representation that
+    occurs nowhere else in the pack (planting, filler, names, other artifacts) and is not its
+    id: otherwise the retrieval path could not tell its content from its mention."""
+    problems = []
+    for artifact in pack.spec.artifacts:
+        problems += keyword_problems(
+            artifact.id,
+            artifact.keywords,
+            pack.content_text(artifact.id),
+            pack.keyword_exclusions(artifact.id),
+        )
+    return problems
+
+
 def validate_pack(name_or_path: str | Path) -> list[str]:
     """All problems of a pack (empty when it is valid)."""
     try:
@@ -240,5 +242,5 @@ def validate_pack(name_or_path: str | Path) -> list[str]:
         return exc.lines()
     problems = check_files(pack) + check_ids(pack) + check_pairs(pack)
     if not problems:
-        problems += check_derivations(pack)
+        problems += check_derivations(pack) + check_keywords(pack)
     return problems + check_filler(pack)

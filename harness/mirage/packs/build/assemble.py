@@ -11,7 +11,9 @@ from typing import Any
 import yaml
 
 from harness.kit.packfiles import load_model, write_text
+from harness.mirage.keywords import MIN_MATCHES
 from harness.mirage.packs.build.render import canonical_json
+from harness.mirage.packs.pack import Pack, with_keywords
 from harness.mirage.packs.schema import (
     Artifact,
     Attachment,
@@ -110,3 +112,18 @@ def write_pack_files(
     _dump(out_dir / "questions.yaml", bank.model_dump(mode="json", exclude_none=True))
     load_model(FILLER_SOURCE, FillerLibrary)
     shutil.copyfile(FILLER_SOURCE, out_dir / "filler.yaml")
+    write_keywords(out_dir)
+
+
+def write_keywords(pack_dir: Path) -> dict[str, list[str]]:
+    """Derive every artifact's content keywords from the pack written at ``pack_dir`` (its
+    text representations, planting turns and filler) and rewrite its ``pack.yaml`` with them.
+    Refuses an artifact left with fewer than ``MIN_MATCHES`` keywords."""
+    pack = Pack(pack_dir)
+    keywords = pack.derived_keywords()
+    few = {artifact: words for artifact, words in keywords.items() if len(words) < MIN_MATCHES}
+    if few:
+        raise ValueError(f"too few distinctive tokens for content keywords: {few}")
+    spec = with_keywords(pack.spec, keywords)
+    _dump(pack_dir / "pack.yaml", spec.model_dump(mode="json", exclude_none=True))
+    return keywords

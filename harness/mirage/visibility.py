@@ -1,0 +1,157 @@
+"""The visibility map: for every checkpoint and every planted artifact, where its content still
+is — ``verbatim`` in the active context outside the compaction summary, ``summary_only`` (the
+summary is needed to show it), ``notes_only`` (only in the workspace's dated notes, e.g. from
+the memory flush), or ``nowhere``.
+
+The context rule is the retrieval-path classifier's (``harness.mirage.paths``): the artifact's
+image, or at least ``min(2, n)`` distinct content keywords; so an artifact is ``verbatim`` or
+``summary_only`` exactly when a probe about it that made no retrieval call is ``R_context``. The
+notes need the same number of keywords.
+
+Above: the run (one ``StateVisibility`` per checkpoint, gathered in a ``VisibilityMap`` and
+written once) and the reports (the state × artifact grid, GC per class). Below: a restored
+``runtime.session.Session``, the workspace notes (``memory_server.workspace.Workspace``) and the
+pack's keywords per artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.mirage.keywords import MIN_MATCHES, matched, threshold
+from harness.mirage.paths import (
+    ContextEvidence,
+    ContextMessage,
+    content_keywords,
+    context_evidence,
+    context_from_messages,
+)
+from memory_server.workspace import Workspace
+from runtime.session import Session
+
+Visibility = Literal["verbatim", "summary_only", "notes_only", "nowhere"]
+VISIBILITY_CLASSES: tuple[Visibility, ...] = ("verbatim", "summary_only", "notes_only", "nowhere")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Note(_Frozen):
+    """One workspace note file (``memory/YYYY-MM-DD.md``, ``MEMORY.md``) and its text."""
+
+    path: str
+    text: str
+
+
+class NoteHit(_Frozen):
+    keyword: str
+    path: str
+
+
+class ArtifactVisibility(_Frozen):
+    """Where one artifact's content is at one checkpoint, with the keyword evidence."""
+
+    visibility: Visibility
+    keywords: list[str]
+    threshold: int
+    context: ContextEvidence
+    notes: list[NoteHit] = Field(default_factory=list)
+
+
+class StateVisibility(_Frozen):
+    state: str
+    compaction_count: int
+    messages: int
+    notes: list[str] = Field(default_factory=list, description="note files read")
+    artifacts: dict[str, ArtifactVisibility]
+
+
+class VisibilityMap(BaseModel):
+    """state -> artifact -> class and evidence, in checkpoint order."""
+
+    schema_version: Literal[1] = 1
+    states: dict[str, StateVisibility] = Field(default_factory=dict)
+
+    def add(self, state: StateVisibility) -> None:
+        self.states[state.state] = state
+
+    def grid(self) -> dict[str, dict[str, Visibility]]:
+        return {
+            name: {artifact: seen.visibility for artifact, seen in state.artifacts.items()}
+            for name, state in self.states.items()
+        }
+
+
+def note_evidence(notes: Sequence[Note], keywords: Sequence[str]) -> list[NoteHit]:
+    """The first note holding each keyword."""
+    hits: list[NoteHit] = []
+    for note in notes:
+        found = {hit.keyword for hit in hits}
+        hits += [
+            NoteHit(keyword=k, path=note.path)
+            for k in matched(note.text, keywords)
+            if k not in found
+        ]
+    return hits
+
+
+def artifact_visibility(
+    context: Sequence[ContextMessage],
+    notes: Sequence[Note],
+    artifact_id: str,
+    keywords: Sequence[str],
+    min_matches: int = MIN_MATCHES,
+) -> ArtifactVisibility:
+    kept = content_keywords(artifact_id, keywords)
+    need = threshold(kept, min_matches)
+    evidence = context_evidence(context, artifact_id, kept)
+    hits = note_evidence(notes, kept)
+    visibility: Visibility
+    if evidence.holds_verbatim(need):
+        visibility = "verbatim"
+    elif evidence.holds(need):
+        visibility = "summary_only"
+    elif 0 < need <= len(hits):
+        visibility = "notes_only"
+    else:
+        visibility = "nowhere"
+    return ArtifactVisibility(
+        visibility=visibility, keywords=kept, threshold=need, context=evidence, notes=hits
+    )
+
+
+def state_visibility(
+    state: str,
+    session: Session,
+    notes: Sequence[Note],
+    keywords: Mapping[str, Sequence[str]],
+    min_matches: int = MIN_MATCHES,
+) -> StateVisibility:
+    """The visibility of every artifact in ``keywords`` (artifact id -> content keywords) at
+    one checkpoint: its restored ``session`` and the workspace ``notes`` at that point."""
+    context = context_from_messages(session.messages)
+    return StateVisibility(
+        state=state,
+        compaction_count=session.compaction_count,
+        messages=len(session.messages),
+        notes=[note.path for note in notes],
+        artifacts={
+            artifact_id: artifact_visibility(context, notes, artifact_id, words, min_matches)
+            for artifact_id, words in keywords.items()
+        },
+    )
+
+
+def workspace_notes(workspace: Workspace, version: str | None = None) -> list[Note]:
+    """The note files (``MEMORY.md``, ``memory/YYYY-MM-DD.md``) of ``workspace``, at a stored
+    ``version`` (a checkpoint's ``workspace_version``) or as the files are now."""
+    manifest = workspace.manifest if version is None else workspace.version(version)
+    paths = sorted(path for path, entry in manifest.files.items() if entry.role == "note")
+    return [
+        Note(path=path, text=workspace.read_bytes(path, version).decode("utf-8", errors="replace"))
+        for path in paths
+    ]
