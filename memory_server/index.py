@@ -273,7 +273,7 @@ class HybridIndex:
         else:
             client, epoch = EMBEDDED_CLIENTS.client(view.chroma_path, view.serial, reopen=reopen)
         if view.collection is None or view.epoch != epoch:
-            from memory_server.embedding import chroma_embedding_function
+            from memory_server.chroma_ef import chroma_embedding_function
 
             view.collection = client.get_or_create_collection(
                 name=self._collection_name(view.generation),
