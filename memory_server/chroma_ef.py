@@ -50,7 +50,7 @@ class MirageSentenceTransformerEF(EmbeddingFunction[Documents]):
         return ["cosine", "l2", "ip"]
 
 
-def chroma_embedding_function(model_path: str | None) -> MirageSentenceTransformerEF:
+def chroma_embedding_function(model_path: str | None) -> Any:
     """A chroma embedding function for the same model, registered with chroma so a persisted
     collection can be reopened without chroma trying to download its default ONNX model."""
     return MirageSentenceTransformerEF(model_path=model_path)
