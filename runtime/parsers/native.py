@@ -5,28 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runtime.messages import RAW_ARGUMENTS_KEY, ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult
-from runtime.parsers.validation import overall_label, validate_arguments
+from runtime.parsers.base import ParsedCall
+from runtime.parsers.blocks import FamilyParser
+from runtime.parsers.validation import validate_arguments
 
 
-class NativeParser:
+class NativeParser(FamilyParser):
     family = "native"
 
-    def parse(
+    def split(
         self,
         text: str,
         tools: Sequence[ToolSpec],
         *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls = [self._validate(call, tools) for call in native_calls]
-        return ParseResult(
-            family=self.family,
-            content=text.strip(),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
+        truncated: bool,
+        native_calls: Sequence[ToolCall],
+    ) -> tuple[str, list[ParsedCall]]:
+        return text.strip(), [self._validate(call, tools) for call in native_calls]
 
     @staticmethod
     def _validate(call: ToolCall, tools: Sequence[ToolSpec]) -> ParsedCall:

@@ -22,7 +22,7 @@ from typing import Any
 
 from runtime.messages import ToolSpec
 from runtime.parsers.base import OutcomeLabel, ParsedCall
-from runtime.parsers.blocks import Block, TaggedBlockParser, ends_reply, opens_json, plain_extent
+from runtime.parsers.blocks import Block, ScanningParser, ends_reply, opens_json, plain_extent
 from runtime.parsers.scan import BodyError, decode_body, skip_space
 from runtime.parsers.validation import find_tool, validate_arguments
 
@@ -36,7 +36,7 @@ _BARE_FUNCTION = re.compile(r"(?=<function=[^>\n]*>\s*(?:<parameter=|</function>
 _NEXT_TAG = re.compile(r"<parameter=|</function>|<function=|</?tool_call>")
 
 
-class Qwen3XmlParser(TaggedBlockParser):
+class Qwen3XmlParser(ScanningParser):
     family = "qwen3_xml"
     opener = re.compile(f"{re.escape(OPEN)}|{_BARE_FUNCTION.pattern}")
 
