@@ -4,7 +4,7 @@ when it follows what other processes wrote, and how it writes.
 Above: ``memory_server.index`` (sync, rebuild, search), ``memory_server.ingest`` (which stores
 chunks through ``writing``) and ``memory_server.search`` (which ranks within ``using``). Below:
 ``memory_server.stores`` (the generation folders, the pointer to the current one, the writer
-lock, embedded chroma clients) and chroma itself, embedded or a server.
+lock) and ``memory_server.chroma`` (each generation's vector collection).
 
 Every write holds the writer lock, briefly; a search takes it only to follow a newer
 generation or serial, and then waits at most ``SEARCH_LOCK_WAIT_S`` before serving what is
@@ -13,20 +13,16 @@ open. A view stays open while a call uses it, even when a rebuild switches to a 
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import re
 import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
-from urllib.parse import urlparse
 
 import structlog
 
-from memory_server.errors import InvalidInputError
-from memory_server.stores import EMBEDDED_CLIENTS, IndexDirectory, IndexPointer, StoreView
+from memory_server.chroma import ChromaStores
+from memory_server.stores import IndexDirectory, IndexPointer, StoreView
 from memory_server.workspace import Workspace
 from memory_server.writelock import WriterBusyError
 
@@ -51,10 +47,8 @@ class Generations:
         lock_timeout_s: float,
     ) -> None:
         self._workspace_root = workspace.root
-        self._model_path = model_path
         self._directory = IndexDirectory(workspace.state_dir / "index", workspace.root)
-        self._http = _http_client(chroma_url) if chroma_url else None
-        self._collection_base = self._make_collection_name(model_id)
+        self._chroma = ChromaStores(workspace.root, model_id, model_path, chroma_url)
         self._views_guard = threading.Lock()
         self._view = self._open_current(lock_timeout_s)
 
@@ -68,19 +62,11 @@ class Generations:
 
     def collect(self) -> None:
         """Delete generations no process uses (the caller holds the writer lock)."""
-        self._directory.collect(on_delete=self._drop_collection)
+        self._directory.collect(on_delete=self._chroma.drop)
 
-    def _make_collection_name(self, model_id: str) -> str:
-        slug = re.sub(r"[^A-Za-z0-9._-]", "-", model_id)[:80].strip("-.") or "model"
-        if self._http is not None:
-            workspace_tag = hashlib.sha256(str(self._workspace_root.resolve()).encode()).hexdigest()
-            return f"mirage-{workspace_tag[:12]}-{slug}"
-        return f"mirage-{slug}"
-
-    def _collection_name(self, generation: str) -> str:
-        """Embedded stores live in their generation's folder; a Chroma server holds the
-        collections of every generation side by side."""
-        return f"{self._collection_base}-{generation}" if self._http else self._collection_base
+    def collection(self, view: StoreView, *, reopen: bool = False) -> Any:
+        """The view's chroma collection (``ChromaStores.collection``)."""
+        return self._chroma.collection(view, reopen=reopen)
 
     def _open_current(self, timeout: float) -> StoreView:
         """Open the current generation (making one if there is none); a half-lost index (the
@@ -104,38 +90,12 @@ class Generations:
 
     def _open_view(self, pointer: IndexPointer) -> StoreView:
         view = StoreView(self._directory, pointer)
-        if self._http is None:
-            EMBEDDED_CLIENTS.acquire(view.chroma_path, pointer.serial)
+        self._chroma.opened(view)
         return view
 
     def _close_view(self, view: StoreView) -> None:
-        if self._http is None:
-            EMBEDDED_CLIENTS.release(view.chroma_path)
+        self._chroma.closing(view)
         view.close()
-
-    def collection(self, view: StoreView, *, reopen: bool = False) -> Any:
-        """The view's chroma collection; ``reopen`` (under the writer lock) reloads an
-        embedded store whose in-memory state is suspect."""
-        if self._http is not None:
-            client, epoch = self._http, 0
-        else:
-            client, epoch = EMBEDDED_CLIENTS.client(view.chroma_path, view.serial, reopen=reopen)
-        if view.collection is None or view.epoch != epoch:
-            from memory_server.chroma_ef import chroma_embedding_function
-
-            view.collection = client.get_or_create_collection(
-                name=self._collection_name(view.generation),
-                embedding_function=chroma_embedding_function(self._model_path),
-                configuration={"hnsw": {"space": "cosine"}},
-            )
-            view.epoch = epoch
-            view.loaded = False
-        return view.collection
-
-    def _drop_collection(self, generation: str) -> None:
-        if self._http is not None:
-            with contextlib.suppress(Exception):
-                self._http.delete_collection(self._collection_name(generation))
 
     def fresh_view(self) -> StoreView:
         """The view to search: the current generation as of now, following other processes'
@@ -210,8 +170,7 @@ class Generations:
                 bumped = IndexPointer(generation=view.generation, serial=view.serial + 1)
                 self._directory.point_to(bumped)
                 view.serial = bumped.serial
-                if self._http is None:
-                    EMBEDDED_CLIENTS.mark_written(view.chroma_path, bumped.serial)
+                self._chroma.written(view)
 
     def start_private(self, timeout: float) -> StoreView:
         """A new generation, open for writing but not current: nobody else sees it until
@@ -232,18 +191,3 @@ class Generations:
 
     def close(self) -> None:
         self._retire(self._view)
-
-
-def _http_client(url: str) -> Any:
-    import chromadb
-    from chromadb.config import Settings
-
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise InvalidInputError(f"chroma url {url!r} must look like http://host:port")
-    return chromadb.HttpClient(
-        host=parsed.hostname,
-        port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-        ssl=parsed.scheme == "https",
-        settings=Settings(anonymized_telemetry=False),
-    )

@@ -6,7 +6,7 @@ Above: the memory service (the MCP tools) and ``mirage memory index/search``, wh
 
 - ``memory_server.units``: what is indexed (index units, their chunks, the units of a version);
 - ``memory_server.generations``: the store generations this process reads and writes, and the
-  writer lock shared with other processes;
+  writer lock shared with other processes (``memory_server.chroma``: each one's vectors);
 - ``memory_server.ingest``: chunking, embedding and storing units, and removing them;
 - ``memory_server.search``: the dense and keyword rankings and their fusion.
 

@@ -19,6 +19,7 @@ import numpy as np
 import structlog
 from pydantic import BaseModel, ConfigDict
 
+from memory_server.chroma import chroma_errors
 from memory_server.embedding import Embedder
 from memory_server.errors import short_reason
 from memory_server.generations import SEARCH_LOCK_WAIT_S, Generations
@@ -107,7 +108,7 @@ class Searcher:
             if view.loaded:
                 try:
                     return _query_ids(self._generations.collection(view), vector, pool, allowed)
-                except _chroma_errors() as exc:
+                except chroma_errors() as exc:
                     log.warning("index.dense_reloading", error=short_reason(exc))
                     view.suspect = True
             with self._generations.lock(SEARCH_LOCK_WAIT_S):
@@ -118,7 +119,7 @@ class Searcher:
                 return ids
         except WriterBusyError:
             log.info("index.dense_deferred", generation=view.generation)
-        except _chroma_errors() as exc:
+        except chroma_errors() as exc:
             view.suspect = True
             log.warning("index.dense_unavailable", error=short_reason(exc))
         return []
@@ -166,10 +167,3 @@ def _query_ids(
         include=[],
     )
     return list(result["ids"][0])
-
-
-def _chroma_errors() -> tuple[type[Exception], ...]:
-    """Chroma's exception base (imported only once a store is in use)."""
-    from chromadb.errors import ChromaError
-
-    return (ChromaError,)
