@@ -115,6 +115,17 @@ def plain_extent(text: str, body_start: int, open_marker: str, close_marker: str
     return Extent(text[body_start:end], end, False, ends_reply(text, end))
 
 
+@dataclass(frozen=True)
+class Reply:
+    """What a parser is given: the reply text, the offered tools, whether the backbone hit its
+    token limit, and the structured calls a provider returned."""
+
+    text: str
+    tools: Sequence[ToolSpec]
+    truncated: bool
+    native_calls: Sequence[ToolCall]
+
+
 class FamilyParser:
     """Base of every family: ``parse`` (the ``ToolCallParser`` seam) labels what ``split``
     finds."""
@@ -129,7 +140,7 @@ class FamilyParser:
         truncated: bool = False,
         native_calls: Sequence[ToolCall] = (),
     ) -> ParseResult:
-        content, calls = self.split(text, tools, truncated=truncated, native_calls=native_calls)
+        content, calls = self.split(Reply(text, tools, truncated, native_calls))
         return ParseResult(
             family=self.family,
             content=content,
@@ -137,14 +148,7 @@ class FamilyParser:
             overall=overall_label(calls),
         )
 
-    def split(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool,
-        native_calls: Sequence[ToolCall],
-    ) -> tuple[str, list[ParsedCall]]:
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
         """The reply's content and the calls found in it, each labelled."""
         raise NotImplementedError
 
@@ -154,19 +158,13 @@ class ScanningParser(FamilyParser):
 
     opener: ClassVar[re.Pattern[str]]
 
-    def split(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool,
-        native_calls: Sequence[ToolCall],
-    ) -> tuple[str, list[ParsedCall]]:
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
+        text = reply.text
         calls: list[ParsedCall] = []
         spans: list[tuple[int, int]] = []
         position = 0
         while (match := self.opener.search(text, position)) is not None:
-            block = self.read_block(text, match, tools, truncated=truncated)
+            block = self.read_block(text, match, reply.tools, truncated=reply.truncated)
             if block is None:
                 position = match.start() + 1
                 continue

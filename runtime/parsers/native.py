@@ -6,22 +6,16 @@ from collections.abc import Sequence
 
 from runtime.messages import RAW_ARGUMENTS_KEY, ToolCall, ToolSpec
 from runtime.parsers.base import ParsedCall
-from runtime.parsers.blocks import FamilyParser
+from runtime.parsers.blocks import FamilyParser, Reply
 from runtime.parsers.validation import validate_arguments
 
 
 class NativeParser(FamilyParser):
     family = "native"
 
-    def split(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool,
-        native_calls: Sequence[ToolCall],
-    ) -> tuple[str, list[ParsedCall]]:
-        return text.strip(), [self._validate(call, tools) for call in native_calls]
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
+        calls = [self._validate(call, reply.tools) for call in reply.native_calls]
+        return reply.text.strip(), calls
 
     @staticmethod
     def _validate(call: ToolCall, tools: Sequence[ToolSpec]) -> ParsedCall:
