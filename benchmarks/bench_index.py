@@ -38,7 +38,8 @@ from _common import write_results
 from bench_memory import CITIES, ITEMS, seed_random_vectors, synthetic_workspace
 
 from memory_server.embedding import Embedder, EmbeddingCache, load_model, set_torch_threads
-from memory_server.index import HybridIndex, IndexConfig, units_for
+from memory_server.index import HybridIndex, IndexConfig
+from memory_server.units import chunk_unit, units_for
 from memory_server.workspace import Workspace
 
 SCRATCH = Path(__file__).parent / ".scratch"
@@ -47,8 +48,9 @@ RECALL_TARGET = 1.5
 
 
 def chunk_texts(index: HybridIndex) -> list[str]:
-    units = units_for(index.workspace.manifest).values()
-    return [f"{c.header}\n{c.text}" for unit in units for c in index._chunk_unit(unit, None)]
+    workspace = index.workspace
+    units = units_for(workspace.manifest).values()
+    return [f"{c.header}\n{c.text}" for unit in units for c in chunk_unit(workspace, unit, None)]
 
 
 def model_rate(texts: list[str]) -> float:

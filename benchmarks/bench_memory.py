@@ -71,15 +71,14 @@ def synthetic_workspace(root: Path, chunks: int, rows_per_file: int = 1000) -> P
 def seed_random_vectors(root: Path, cache_path: Path, embedder: Embedder) -> int:
     """Write deterministic random unit vectors for every chunk text of ``root`` into the cache,
     keyed exactly as the index keys them, so indexing never calls the model."""
-    from memory_server.index import units_for
+    from memory_server.units import chunk_unit, units_for
 
     workspace = Workspace.open(root)
-    index = HybridIndex(workspace, IndexConfig(embedding_cache=cache_path), embedder=embedder)
     cache = EmbeddingCache(cache_path)
     dimension = embedder.dimension
     seeded = 0
     for unit in units_for(workspace.manifest).values():
-        texts = [f"{c.header}\n{c.text}" for c in index._chunk_unit(unit, None)]
+        texts = [f"{c.header}\n{c.text}" for c in chunk_unit(workspace, unit, None)]
         vectors = {}
         for text in texts:
             digest = text_hash(text)
@@ -88,7 +87,6 @@ def seed_random_vectors(root: Path, cache_path: Path, embedder: Embedder) -> int
             vectors[digest] = vector / np.linalg.norm(vector)
         cache.put_many(embedder.model_id, vectors)
         seeded += len(vectors)
-    index.close()
     cache.close()
     return seeded
 

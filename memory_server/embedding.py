@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import structlog
@@ -177,11 +177,3 @@ def embed_cached(embedder: Embedder, cache: EmbeddingCache, texts: Sequence[str]
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     return np.stack([known[digest] for digest in hashes])
-
-
-def chroma_embedding_function(model_path: str | None) -> Any:
-    """A chroma embedding function for the same model, registered with chroma so a persisted
-    collection can be reopened without chroma trying to download its default ONNX model."""
-    from memory_server.chroma_ef import MirageSentenceTransformerEF
-
-    return MirageSentenceTransformerEF(model_path=model_path)

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_server.calllog import CallLog, CallRecord, now_iso
 from memory_server.chunking import extract_text
 from memory_server.errors import InvalidInputError, MemoryServerError, UnknownReferenceError
-from memory_server.index import Hit, HybridIndex, IndexConfig, citation_for
+from memory_server.index import HybridIndex, IndexConfig
 from memory_server.lines import split_lines
 from memory_server.manifest import FileEntry
+from memory_server.search import Hit, citation_for
 from memory_server.workspace import Workspace
 
 log = structlog.get_logger(__name__)

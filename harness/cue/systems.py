@@ -216,12 +216,8 @@ class NaiveRagMemory:
         import chromadb
         from chromadb.config import Settings
 
-        from memory_server.embedding import (
-            Embedder,
-            EmbeddingCache,
-            chroma_embedding_function,
-            embed_cached,
-        )
+        from memory_server.chroma_ef import chroma_embedding_function
+        from memory_server.embedding import Embedder, EmbeddingCache, embed_cached
 
         self.units = list(units)
         self.k = k

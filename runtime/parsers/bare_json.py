@@ -11,47 +11,32 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
-from runtime.parsers.scan import BodyError, cut, decode_json_at
-from runtime.parsers.validation import overall_label, validate_json_calls
+from runtime.messages import ToolSpec
+from runtime.parsers.base import ParsedCall, undecodable_label
+from runtime.parsers.blocks import Block, ScanningParser
+from runtime.parsers.scan import BodyError, decode_json_at
+from runtime.parsers.validation import validate_json_calls
 
 PYTHON_TAG = "<|python_tag|>"
 _START = re.compile(r"<\|python_tag\|>|\{\s*[\"'](?:name|type|function)[\"']\s*:")
 
 
-class BareJsonParser:
+class BareJsonParser(ScanningParser):
     family = "json"
+    opener = _START
 
-    def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls: list[ParsedCall] = []
-        spans: list[tuple[int, int]] = []
-        position = 0
-        while (start := _START.search(text, position)) is not None:
-            tagged = start.group(0) == PYTHON_TAG
-            body = start.end() if tagged else start.start()
-            run, end = self._parse_run(text, body, tools, truncated=truncated)
-            if tagged and not run:
-                end = _next_start(text, body)
-                rest = text[body:end].strip()
-                label = undecodable_label(not rest and end == len(text))
-                run = [ParsedCall(label=label, raw=rest, error="no JSON call after <|python_tag|>")]
-            calls.extend(run)
-            spans.append((start.start(), end))
-            position = max(end, start.start() + 1)
-        return ParseResult(
-            family=self.family,
-            content=cut(text, spans),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
+    def read_block(
+        self, text: str, opener: re.Match[str], tools: Sequence[ToolSpec], *, truncated: bool
+    ) -> Block:
+        tagged = opener.group(0) == PYTHON_TAG
+        body = opener.end() if tagged else opener.start()
+        run, end = self._parse_run(text, body, tools, truncated=truncated)
+        if tagged and not run:
+            end = _next_start(text, body)
+            rest = text[body:end].strip()
+            label = undecodable_label(not rest and end == len(text))
+            run = [ParsedCall(label=label, raw=rest, error="no JSON call after <|python_tag|>")]
+        return Block(run, end)
 
     def _parse_run(
         self, text: str, position: int, tools: Sequence[ToolSpec], *, truncated: bool

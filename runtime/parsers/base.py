@@ -1,8 +1,10 @@
 """The ``ToolCallParser`` seam.
 
 Above: the agent loop, which hands a backbone's raw reply text (or its native tool calls) and
-the offered tool specs to a parser. Below: one small class per model family. A parser never
-raises on model output: every reply gets a label per call and one overall label, as data.
+the offered tool specs to a parser. Below: one small class per model family, each a subclass
+of ``runtime.parsers.blocks.FamilyParser`` (the text families of its ``ScanningParser``, which
+holds the scan loop they share). A parser never raises on model output: every reply gets a
+label per call and one overall label, as data.
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
-"""Shared machinery for families whose calls sit between an open and a close marker
-(hermes ``<tool_call>``, internlm ``<|action_start|>``, qwen3-coder XML).
+"""The parse loop every family shares, and the machinery of families whose calls sit between
+an open and a close marker (hermes ``<tool_call>``, internlm ``<|action_start|>``, qwen3-coder
+XML).
 
-A subclass names its markers and reads one block: it says whether an open marker really
-starts a call (``<tool_call>{...``) or is only mentioned in prose ("wrap it in <tool_call>
-tags"), where the block ends, and what calls it holds. A mentioned marker stays in the
-content untouched. A block ends where its body really ends — a marker written inside a string
-value is part of the value — and the text around the blocks is kept as content.
+Above: ``runtime.parsers.parse_reply`` (through the ``ToolCallParser`` seam). Below: one small
+subclass per family. ``FamilyParser.parse`` turns what a family's ``split`` returns (content
+and calls) into a labelled ``ParseResult``; ``ScanningParser`` is the split of every text
+family: it finds each place a call may start (the family's ``opener``), lets the family read
+the call attempt there (``read_block``), cuts the attempts from the content and keeps the text
+around them.
+
+A family reading one block says whether its opener really starts a call (``<tool_call>{...``)
+or is only mentioned in prose ("wrap it in <tool_call> tags"), where the block ends, and what
+calls it holds. A mentioned marker stays in the content untouched. A block ends where its body
+really ends — a marker written inside a string value is part of the value.
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ _FENCE_CLOSE = re.compile(r"\s*```")
 
 @dataclass(frozen=True)
 class Block:
-    """One call attempt: ``text[start:end]`` is cut from the content."""
+    """One call attempt: ``text[start:end]`` is cut from the content, ``start`` being where
+    the opener matched unless the family says otherwise (a wrapper before it)."""
 
     calls: list[ParsedCall]
     end: int
+    start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,11 +115,22 @@ def plain_extent(text: str, body_start: int, open_marker: str, close_marker: str
     return Extent(text[body_start:end], end, False, ends_reply(text, end))
 
 
-class TaggedBlockParser:
-    """Base of the marker-delimited families; subclasses set ``opener`` and ``read_block``."""
+@dataclass(frozen=True)
+class Reply:
+    """What a parser is given: the reply text, the offered tools, whether the backbone hit its
+    token limit, and the structured calls a provider returned."""
+
+    text: str
+    tools: Sequence[ToolSpec]
+    truncated: bool
+    native_calls: Sequence[ToolCall]
+
+
+class FamilyParser:
+    """Base of every family: ``parse`` (the ``ToolCallParser`` seam) labels what ``split``
+    finds."""
 
     family: str
-    opener: ClassVar[re.Pattern[str]]
 
     def parse(
         self,
@@ -120,23 +140,38 @@ class TaggedBlockParser:
         truncated: bool = False,
         native_calls: Sequence[ToolCall] = (),
     ) -> ParseResult:
+        content, calls = self.split(Reply(text, tools, truncated, native_calls))
+        return ParseResult(
+            family=self.family,
+            content=content,
+            calls=tuple(calls),
+            overall=overall_label(calls),
+        )
+
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
+        """The reply's content and the calls found in it, each labelled."""
+        raise NotImplementedError
+
+
+class ScanningParser(FamilyParser):
+    """Base of the text families; subclasses set ``opener`` and ``read_block``."""
+
+    opener: ClassVar[re.Pattern[str]]
+
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
+        text = reply.text
         calls: list[ParsedCall] = []
         spans: list[tuple[int, int]] = []
         position = 0
         while (match := self.opener.search(text, position)) is not None:
-            block = self.read_block(text, match, tools, truncated=truncated)
+            block = self.read_block(text, match, reply.tools, truncated=reply.truncated)
             if block is None:
                 position = match.start() + 1
                 continue
             calls.extend(block.calls)
-            spans.append((match.start(), block.end))
+            spans.append((match.start() if block.start is None else block.start, block.end))
             position = max(block.end, match.start() + 1)
-        return ParseResult(
-            family=self.family,
-            content=cut(text, spans),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
+        return cut(text, spans), calls
 
     def read_block(
         self, text: str, opener: re.Match[str], tools: Sequence[ToolSpec], *, truncated: bool

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from runtime.messages import ToolSpec
 from runtime.parsers.blocks import (
     Block,
-    TaggedBlockParser,
+    ScanningParser,
     ends_reply,
     json_block_calls,
     json_extent,
@@ -26,7 +26,7 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _NAMED_BODY = re.compile(r"\s*[A-Za-z_][\w.\-]*\s*[({]")
 
 
-class HermesParser(TaggedBlockParser):
+class HermesParser(ScanningParser):
     family = "hermes"
     opener = re.compile(re.escape(OPEN))
 

@@ -14,7 +14,7 @@ from runtime.messages import ToolSpec
 from runtime.parsers.base import ParsedCall
 from runtime.parsers.blocks import (
     Block,
-    TaggedBlockParser,
+    ScanningParser,
     ends_reply,
     json_block_calls,
     json_extent,
@@ -28,7 +28,7 @@ OPEN, CLOSE = "<|action_start|>", "<|action_end|>"
 _PLUGIN, _INTERPRETER = "<|plugin|>", "<|interpreter|>"
 
 
-class InternLMParser(TaggedBlockParser):
+class InternLMParser(ScanningParser):
     family = "internlm"
     opener = re.compile(re.escape(OPEN))
 

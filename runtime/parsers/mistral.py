@@ -8,39 +8,25 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult, undecodable_label
-from runtime.parsers.scan import BodyError, cut, decode_json_at
-from runtime.parsers.validation import overall_label, validate_arguments, validate_json_calls
+from runtime.messages import ToolSpec
+from runtime.parsers.base import ParsedCall, undecodable_label
+from runtime.parsers.blocks import Block, ScanningParser
+from runtime.parsers.scan import BodyError, decode_json_at
+from runtime.parsers.validation import validate_arguments, validate_json_calls
 
 MARKER = "[TOOL_CALLS]"
 _NAMED = re.compile(r"([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]*\s*)?(?:\[ARGS\])?\s*")
 
 
-class MistralParser:
+class MistralParser(ScanningParser):
     family = "mistral"
+    opener = re.compile(re.escape(MARKER))
 
-    def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls: list[ParsedCall] = []
-        spans: list[tuple[int, int]] = []
-        position = 0
-        while (start := text.find(MARKER, position)) != -1:
-            found, position = self._parse_after_marker(text, start + len(MARKER), tools)
-            calls.extend(found)
-            spans.append((start, position))
-        return ParseResult(
-            family=self.family,
-            content=cut(text, spans),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
+    def read_block(
+        self, text: str, opener: re.Match[str], tools: Sequence[ToolSpec], *, truncated: bool
+    ) -> Block:
+        calls, end = self._parse_after_marker(text, opener.end(), tools)
+        return Block(calls, end)
 
     def _parse_after_marker(
         self, text: str, position: int, tools: Sequence[ToolSpec]

@@ -5,28 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runtime.messages import RAW_ARGUMENTS_KEY, ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult
-from runtime.parsers.validation import overall_label, validate_arguments
+from runtime.parsers.base import ParsedCall
+from runtime.parsers.blocks import FamilyParser, Reply
+from runtime.parsers.validation import validate_arguments
 
 
-class NativeParser:
+class NativeParser(FamilyParser):
     family = "native"
 
-    def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls = [self._validate(call, tools) for call in native_calls]
-        return ParseResult(
-            family=self.family,
-            content=text.strip(),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
+    def split(self, reply: Reply) -> tuple[str, list[ParsedCall]]:
+        calls = [self._validate(call, reply.tools) for call in reply.native_calls]
+        return reply.text.strip(), calls
 
     @staticmethod
     def _validate(call: ToolCall, tools: Sequence[ToolSpec]) -> ParsedCall:

@@ -16,17 +16,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from runtime.messages import ToolCall, ToolSpec
-from runtime.parsers.base import ParsedCall, ParseResult
-from runtime.parsers.scan import (
-    BodyError,
-    call_parts,
-    cut,
-    dotted_name,
-    parse_python,
-    scan_brackets,
-)
-from runtime.parsers.validation import find_tool, overall_label, validate_arguments
+from runtime.messages import ToolSpec
+from runtime.parsers.base import ParsedCall
+from runtime.parsers.blocks import Block, ScanningParser
+from runtime.parsers.scan import BodyError, call_parts, dotted_name, parse_python, scan_brackets
+from runtime.parsers.validation import find_tool, validate_arguments
 
 _LIST_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\(")
 _CALL_SEPARATOR = re.compile(r",(?=\s*[A-Za-z_][\w.]*\s*\()")
@@ -34,43 +28,26 @@ _WRAPPER_BEFORE = re.compile(r"<\|python_start\|>\s*$")
 _WRAPPER_AFTER = re.compile(r"\s*<\|python_end\|>")
 
 
-class PythonicParser:
+class PythonicParser(ScanningParser):
     family = "pythonic"
+    opener = _LIST_START
 
-    def parse(
-        self,
-        text: str,
-        tools: Sequence[ToolSpec],
-        *,
-        truncated: bool = False,
-        native_calls: Sequence[ToolCall] = (),
-    ) -> ParseResult:
-        calls: list[ParsedCall] = []
-        spans: list[tuple[int, int]] = []
-        position = 0
-        while (match := _LIST_START.search(text, position)) is not None:
-            scan = scan_brackets(text, match.start())
-            cut_off = scan.cut_off and (truncated or not scan.malformed)
-            end = len(text) if cut_off else scan.end
-            source = text[match.start() : end]
-            if cut_off:
-                calls.append(ParsedCall(label="truncated", raw=source, error="call list cut off"))
-            else:
-                calls.extend(_parse_list(source, tools))
-            spans.append(_with_wrappers(text, match.start(), end))
-            position = end
-        return ParseResult(
-            family=self.family,
-            content=cut(text, spans),
-            calls=tuple(calls),
-            overall=overall_label(calls),
-        )
-
-
-def _with_wrappers(text: str, start: int, end: int) -> tuple[int, int]:
-    before = _WRAPPER_BEFORE.search(text, 0, start)
-    after = _WRAPPER_AFTER.match(text, end)
-    return (before.start() if before else start, after.end() if after else end)
+    def read_block(
+        self, text: str, opener: re.Match[str], tools: Sequence[ToolSpec], *, truncated: bool
+    ) -> Block:
+        """The list opened at ``opener`` and, when present, the ``<|python_start|>`` /
+        ``<|python_end|>`` wrapper around it."""
+        scan = scan_brackets(text, opener.start())
+        cut_off = scan.cut_off and (truncated or not scan.malformed)
+        end = len(text) if cut_off else scan.end
+        source = text[opener.start() : end]
+        if cut_off:
+            calls = [ParsedCall(label="truncated", raw=source, error="call list cut off")]
+        else:
+            calls = _parse_list(source, tools)
+        before = _WRAPPER_BEFORE.search(text, 0, opener.start())
+        after = _WRAPPER_AFTER.match(text, end)
+        return Block(calls, after.end() if after else end, before.start() if before else None)
 
 
 def _parse_list(source: str, tools: Sequence[ToolSpec]) -> list[ParsedCall]:

@@ -6,9 +6,17 @@ writing about tool calls): ``<tool_call>``, ``<function=...>`` and a ``<paramete
 name is not a parameter of the called tool never end a value. A value ends at a
 ``</parameter>`` that is followed by the next element (a known parameter, ``</function>``,
 ``</tool_call>``) or the end of the reply; as in vLLM's qwen3 parsers, a value whose close
-tag is missing ends at the next known ``<parameter=`` or a closing ``</function>``. A bare
-``<function=NAME>`` element without the ``<tool_call>`` wrapper is read as a call too (vLLM
-does the same); ``<tool_call>`` followed by no element is a mention and stays in the content.
+tag is missing ends at the next known ``<parameter=`` or a closing ``</function>``.
+``<tool_call>`` followed by no element is a mention and stays in the content.
+
+A bare ``<function=NAME>`` element without the ``<tool_call>`` wrapper is read as a call too,
+where a ``<parameter=`` or ``</function>`` follows it (a ``<function=x>`` named in prose stays
+content). vLLM's shipped qwen3_xml parser does the same — its streaming parser opens an implicit
+tool call for such an element, and its shared test ``test_extract_tool_calls_fallback_no_tags``
+asserts the call — and Qwen3-Coder does drop the wrapper. One vLLM test expects no call here
+(``test_implicit_tool_call_no_wrapper``, of a redesigned parser that never opens a call without
+the wrapper); we depart from it on purpose, since following it would drop those calls (corpus
+case ``vllm-qwen3-implicit-no-wrapper``, docs/parsers.md).
 
 Every value arrives as text: it is kept as a string where the schema wants one, otherwise
 decoded as JSON (or a Python literal) and left to schema coercion when that fails.
@@ -22,7 +30,7 @@ from typing import Any
 
 from runtime.messages import ToolSpec
 from runtime.parsers.base import OutcomeLabel, ParsedCall
-from runtime.parsers.blocks import Block, TaggedBlockParser, ends_reply, opens_json, plain_extent
+from runtime.parsers.blocks import Block, ScanningParser, ends_reply, opens_json, plain_extent
 from runtime.parsers.scan import BodyError, decode_body, skip_space
 from runtime.parsers.validation import find_tool, validate_arguments
 
@@ -36,7 +44,7 @@ _BARE_FUNCTION = re.compile(r"(?=<function=[^>\n]*>\s*(?:<parameter=|</function>
 _NEXT_TAG = re.compile(r"<parameter=|</function>|<function=|</?tool_call>")
 
 
-class Qwen3XmlParser(TaggedBlockParser):
+class Qwen3XmlParser(ScanningParser):
     family = "qwen3_xml"
     opener = re.compile(f"{re.escape(OPEN)}|{_BARE_FUNCTION.pattern}")
 

@@ -10,7 +10,8 @@ import pytest
 
 from memory_server.embedding import Embedder
 from memory_server.errors import UnknownReferenceError
-from memory_server.index import HybridIndex, IndexConfig, rrf_fuse
+from memory_server.index import HybridIndex, IndexConfig
+from memory_server.search import rrf_fuse
 from memory_server.workspace import Workspace
 from tests.memory_server.conftest import write_workspace
 
@@ -108,7 +109,7 @@ def test_batches_store_while_the_next_embeds_and_report_progress(
     monkeypatch: pytest.MonkeyPatch,
     rebuild: bool,
 ) -> None:
-    monkeypatch.setattr("memory_server.index._UNITS_PER_BATCH", 4)  # several batches
+    monkeypatch.setattr("memory_server.ingest._UNITS_PER_BATCH", 4)  # several batches
     root = tmp_path / "ws"
     root.mkdir()
     for number in range(11):

@@ -121,9 +121,9 @@ def test_concurrent_writers_leave_one_consistent_index(tmp_path: Path) -> None:
         assert code == 0 and "Traceback" not in stderr, stderr
     index = HybridIndex(Workspace.open(root))
     try:
-        generation = index._view.generation
+        generation = index.generation
         assert index.sync().units_added == 0
-        assert index._view.generation == generation  # opened consistent: not reset
+        assert index.generation == generation  # opened consistent: not reset
         hits = index.search("shipment ZQ042X crates", 3, refresh=False)
         assert hits[0].path == "notes/record_042.txt"
     finally:

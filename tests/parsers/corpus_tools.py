@@ -73,6 +73,7 @@ _WEATHER = {
 # The tools each peer's test offers, rebuilt from its fixtures so that replies borrowed from
 # it (tests/parsers/corpus/*.yaml) are validated against the schemas they were written for.
 PEER_TOOLS: dict[str, tuple[ToolSpec, ...]] = {
+    "none": (),  # a peer test that offers no tools at all
     "vllm-hermes": (
         _tool("final_answer", {"trigger": {"type": "boolean"}}),
         _tool("get_current_temperature", {"location": _STRING, "unit": _STRING}, ("location",)),

@@ -3,6 +3,7 @@ cases below, and cases borrowed from peers' parser test suites in ``corpus/*.yam
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -662,6 +663,17 @@ def test_borrowed_cases_name_their_source_and_cover_every_text_family() -> None:
         "mistral",
         "qwen3_xml",
     }
+
+
+def test_the_readme_counts_the_borrowed_cases_per_peer() -> None:
+    counted: dict[str, list[int]] = {}
+    for case in BORROWED:
+        tally = counted.setdefault(str(case.source).split()[0], [0, 0])
+        tally[0] += 1
+        tally[1] += case.note is not None
+    readme = (CORPUS_DIR / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\S+/\S+) \| (\d+) \| (\d+) \|$", readme, re.MULTILINE)
+    assert {peer: [int(cases), int(notes)] for peer, cases, notes in rows} == counted
 
 
 def test_every_family_and_label_is_covered() -> None:
