@@ -92,9 +92,7 @@ def upward_imports(root: Path) -> list[str]:
 
 KIT = "harness.kit"
 PROTOCOLS = ("harness.mirage", "harness.cue")
-KNOWN_CIRCLES: list[frozenset[str]] = [
-    frozenset({"memory_server.chroma_ef", "memory_server.embedding"}),  # issue 25, being split
-]
+KNOWN_CIRCLES: list[frozenset[str]] = []
 """Circles that exist and are being removed; delete an entry once its circle is gone."""
 
 
