@@ -366,7 +366,7 @@ class _ClueTarget(NamedTuple):
 
 
 def _file_name_key(path: str) -> tuple[str, ...]:
-    """A file path as comparable parts: ``\\`` read as ``/``, ``.``/``..`` collapsed, the
+    """A file path as comparable parts: ``\\`` read as ``/``, ``./`` and ``dir/..`` collapsed, the
     extension lower-cased (the rest is compared as written)."""
     parts = posixpath.normpath(path.replace("\\", "/")).split("/")
     stem, extension = posixpath.splitext(parts[-1])
