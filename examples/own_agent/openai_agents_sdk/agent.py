@@ -11,8 +11,9 @@ made (the agent's own report, compared by MIRAGE with the memory server's log) a
 
 ``--tool-choice required`` forces the first model call to call a tool, through the SDK's
 ``ModelSettings(tool_choice="required")``; the SDK resets it after that call
-(``reset_tool_choice``), so the model can answer. Small served models have small windows: the
-agent sends the system prompt and the newest transcript messages within ``--context-chars``.
+(``reset_tool_choice``), so the model can answer. For small served models the agent offers the
+memory tool with its required argument only and bounded (``MemoryServer``), and sends the system
+prompt and the newest transcript messages within ``--context-chars``.
 
 Run: ``mirage run --agent "cmd:examples/own_agent/openai_agents_sdk/agent.py --model-url
 http://127.0.0.1:8000/v1 --tool-choice required" --trunk-model scripted --limit 2``
@@ -41,6 +42,32 @@ from agents.mcp import MCPServerStreamableHttp, create_static_tool_filter
 from openai import AsyncOpenAI
 
 MEMORY_TOOLS = ["artifact_recall"]
+STRING_LIMIT = 100  # characters of a string argument the model may write
+
+
+class MemoryServer(MCPServerStreamableHttp):
+    """The memory server as this agent offers it to its model: each tool with its required
+    arguments only, every string at most ``STRING_LIMIT`` characters (``maxLength``). A small
+    model forced to call a tool (a served model enforces ``tool_choice="required"`` by a grammar
+    over the tool's schema) may otherwise repeat inside a string until its reply budget ends,
+    and an unfinished call is no call."""
+
+    async def list_tools(self, run_context: Any = None, agent: Any = None) -> list[Any]:
+        tools = await super().list_tools(run_context, agent)
+        if not tools:
+            return tools
+        field = "input_schema" if "input_schema" in type(tools[0]).model_fields else "inputSchema"
+        return [t.model_copy(update={field: essential(getattr(t, field))}) for t in tools]
+
+
+def essential(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its required properties only, strings bounded."""
+    required = list(schema.get("required", []))
+    properties = {name: dict(schema["properties"][name]) for name in required}
+    for spec in properties.values():
+        if spec.get("type") == "string":
+            spec.setdefault("maxLength", STRING_LIMIT)
+    return {**schema, "properties": properties, "required": required}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -48,7 +75,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model-url", required=True, help="OpenAI-compatible base URL (…/v1)")
     parser.add_argument("--model", default="smollm2", help="model name the endpoint serves")
     parser.add_argument("--tool-choice", choices=["auto", "required"], default="auto")
-    parser.add_argument("--max-tokens", type=int, default=128, help="reply budget per call")
+    parser.add_argument(
+        "--max-tokens", type=int, default=160, help="reply budget per call (fits a forced call)"
+    )
     parser.add_argument(
         "--context-chars", type=int, default=6000, help="transcript characters sent (newest)"
     )
@@ -121,7 +150,7 @@ async def answer(request: dict[str, Any], args: argparse.Namespace) -> dict[str,
     if not memory_url:
         raise ValueError("the request names no memory_url (run it through mirage run --agent)")
     client = AsyncOpenAI(base_url=args.model_url, api_key="unused", max_retries=0)
-    memory = MCPServerStreamableHttp(
+    memory = MemoryServer(
         params={"url": memory_url, "timeout": 60},
         name="mirage-memory",
         client_session_timeout_seconds=120,
