@@ -21,18 +21,26 @@ Setting: ``expression_type`` or ``qa_type`` explicit/implicit; for entity items 
 Relationship/Pets is explicit and Items takes ``entity_explicitness`` (the release's rule); an
 item whose setting is mixed or unknown is skipped with its reason (``skipped.yaml``).
 
+Clues: a clue names a round, an image or a voice message by its id, or an image or voice message
+by its file (``ClueIndex``: the id plus an extension of its kind, or the file name or a trailing
+part of the path in ``input_image``/``input_voice_message``); the pack stores the id it resolves
+to. A clue that fits files of two media is an error naming both, never a pick.
+
 Errors name the file, the record (``qa_id``) and the field, and nothing is written: a missing
-field, an unknown point, an answer letter that is not one of the options, a clue id that names no
-round, image or voice message. ``--skip-invalid`` records such QAs in ``skipped.yaml`` instead.
+field, an unknown point, an answer letter that is not one of the options, a clue that names no
+round, image or voice message, or more than one. ``--skip-invalid`` records such QAs in
+``skipped.yaml`` instead.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shutil
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -68,6 +76,10 @@ POINT_TASKS = (
     ("adversarial", Task.refusal),
 )
 ENTITY_EXPLICIT_TYPES = frozenset({"Relationship", "Pets"})
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+AUDIO_EXTENSIONS = frozenset(
+    {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".oga", ".opus", ".amr", ".silk"}
+)
 _OPTION_LINE = re.compile(r"^\s*([A-D])\s*[.．、:：)）]\s*(.*\S)\s*$")
 
 
@@ -338,6 +350,74 @@ class QAProblem(ValueError):
     """One QA record that cannot be converted."""
 
 
+class _ClueTarget(NamedTuple):
+    kind: str
+    id: str
+    round: str
+    file: str | None
+
+    def describe(self) -> str:
+        if self.kind == "round":
+            return f"round {self.round}"
+        return f"{self.kind} {self.id} of round {self.round}" + (
+            f" ({self.file})" if self.file else ""
+        )
+
+
+def _file_name_key(path: str) -> tuple[str, ...]:
+    """A file path as comparable parts: ``\\`` read as ``/``, ``./`` and ``dir/..`` collapsed, the
+    extension lower-cased (the rest is compared as written)."""
+    parts = posixpath.normpath(path.replace("\\", "/")).split("/")
+    stem, extension = posixpath.splitext(parts[-1])
+    return (*parts[:-1], stem + extension.lower())
+
+
+class ClueIndex:
+    """What the clues of one history may name, each form pointing at its round or medium:
+
+    - a round, image or voice id, exactly as written;
+    - an image or voice id plus a file extension of its kind (``D00-001.png``, ``D00-V01.wav``;
+      the extension in any case: ``IMAGE_EXTENSIONS``, ``AUDIO_EXTENSIONS``);
+    - the medium's ``input_image``/``input_voice_message`` path as written, or any trailing part
+      of it that starts at a ``/`` — down to the file name (extension in any case).
+    """
+
+    def __init__(self, history: ProfileHistory) -> None:
+        self._names: dict[tuple[str, ...], set[_ClueTarget]] = defaultdict(set)
+        for round_ in (r for s in history.sessions for r in s.rounds):
+            self._add((round_.round,), _ClueTarget("round", round_.round, round_.round, None))
+            for kind, media, extensions in (
+                ("image", round_.images, IMAGE_EXTENSIONS),
+                ("voice", round_.voices, AUDIO_EXTENSIONS),
+            ):
+                for medium in media:
+                    self._add_medium(
+                        _ClueTarget(kind, medium.id, round_.round, medium.source_file), extensions
+                    )
+
+    def _add(self, key: tuple[str, ...], target: _ClueTarget) -> None:
+        self._names[key].add(target)
+
+    def _add_medium(self, target: _ClueTarget, extensions: frozenset[str]) -> None:
+        self._add((target.id,), target)
+        for extension in extensions:
+            self._add((target.id + extension,), target)
+        path = _file_name_key(target.file) if target.file else ()
+        for start in range(len(path)):
+            self._add(path[start:], target)
+
+    def resolve(self, clue: str) -> str | None:
+        """The id ``clue`` names, None when it names nothing; QAProblem when it fits several."""
+        found = self._names.get((clue,), set()) | self._names.get(_file_name_key(clue), set())
+        if len(found) > 1:
+            named = " and ".join(sorted(t.describe() for t in found))
+            raise QAProblem(
+                f"clue: {clue!r} fits more than one file of the history: {named}; "
+                "give its id or a longer part of its path"
+            )
+        return next(iter(found)).id if found else None
+
+
 def _field(qa: dict[str, Any], name: str) -> Any:
     value = qa.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -346,7 +426,7 @@ def _field(qa: dict[str, Any], name: str) -> Any:
 
 
 def convert_qa(
-    qa: dict[str, Any], profile_id: str, evidence: set[str], file: str
+    qa: dict[str, Any], profile_id: str, evidence: ClueIndex, file: str
 ) -> Question | str:
     """A pack question, or the reason to skip a QA that is valid but has no setting."""
     qa_id = str(_field(qa, "qa_id"))
@@ -366,11 +446,7 @@ def convert_qa(
     answer = str(_field(qa, "answer")).strip().upper()[:1]
     if answer not in options:
         raise QAProblem(f"answer: {qa.get('answer')!r} is not one of the options A–D")
-    clues = _field(qa, "clue")
-    clues = [str(c) for c in (clues if isinstance(clues, list) else [clues])]
-    unknown = [c for c in clues if c not in evidence]
-    if unknown:
-        raise QAProblem(f"clue: {unknown} name no round, image or voice message of the history")
+    clues = resolve_clues(_field(qa, "clue"), evidence)
     setting, reason = setting_of(qa, task)
     if setting is None:
         return reason
@@ -382,7 +458,7 @@ def convert_qa(
         question=stem,
         options=options,  # type: ignore[arg-type]
         answer=answer,  # type: ignore[arg-type]
-        clues=tuple(clues),
+        clues=clues,
         source=Provenance(
             file=file,
             qa_id=qa_id,
@@ -391,6 +467,20 @@ def convert_qa(
             category=qa.get("category"),
         ),
     )
+
+
+def resolve_clues(value: Any, evidence: ClueIndex) -> tuple[str, ...]:
+    """The ids a QA's ``clue`` names, in order, each once."""
+    clues = [str(c) for c in (value if isinstance(value, list) else [value])]
+    resolved = {clue: evidence.resolve(clue) for clue in clues}
+    unknown = [clue for clue, found in resolved.items() if found is None]
+    if unknown:
+        raise QAProblem(
+            f"clue: {unknown} name no round, image or voice message of the history (give an id, "
+            "an image/voice id with its file extension, or its input_image/input_voice_message "
+            "path; docs/cue.md)"
+        )
+    return tuple(dict.fromkeys(found for found in resolved.values() if found is not None))
 
 
 def _question_id(profile_id: str, qa_id: str) -> str:
@@ -411,7 +501,7 @@ def convert_qas(
     qas = raw.get(QA_KEY)
     if not isinstance(qas, list):
         raise PackFormatError(path, [f"{QA_KEY!r}: missing or not a list"])
-    evidence = {e for s in history.sessions for r in s.rounds for e in r.evidence_ids}
+    evidence = ClueIndex(history)
     collected = _Collected()
     for index, qa in enumerate(qas):
         record = f"{QA_KEY}.{index}" + (

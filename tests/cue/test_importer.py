@@ -179,3 +179,97 @@ def test_import_refuses_to_overwrite_a_folder_that_is_not_a_pack(tmp_path: Path)
     with pytest.raises(PackFormatError, match="not a CUE pack"):
         import_release(write_release(tmp_path / "release"), tmp_path / "pack")
     assert (tmp_path / "pack" / "notes.txt").read_text() == "mine"
+
+
+def _import_with_clue(tmp_path: Path, clue: list[str], change: Any = None) -> Any:
+    def edit(p: dict[str, Any]) -> None:
+        p["human-annotated QAs"][1]["clue"] = clue
+        if change is not None:
+            change(p)
+
+    source = write_release(tmp_path / "release", mutated(edit))
+    pack = load_cue_pack(import_release(source, tmp_path / "pack").path)
+    return next(q for q in pack.questions if q.source and q.source.qa_id == "0-Pets-1")
+
+
+# The fixture's round D00:01 has image D00-001 at ../image/D00/D00-001.png, round D01:02 voice
+# D01-V01 at ../voice/D01/D01-V01.wav.
+CLUE_FORMS = [
+    ("D00-001.png", "D00-001"),  # an image id with its file extension (issue 28)
+    ("D00-001.PNG", "D00-001"),  # the extension in any case
+    ("D00-001.jpg", "D00-001"),  # any image extension
+    ("D01-V01.wav", "D01-V01"),  # a voice id with an audio extension
+    ("D01-V01.MP3", "D01-V01"),
+    ("../image/D00/D00-001.png", "D00-001"),  # input_image as written
+    ("image/D00/D00-001.png", "D00-001"),  # a trailing part of it
+    ("D00/D00-001.png", "D00-001"),
+    ("..\\image\\D00\\D00-001.png", "D00-001"),  # backslashes read as /
+    ("./../image/D00/./D00-001.png", "D00-001"),  # . collapsed
+    ("../voice/D01/D01-V01.wav", "D01-V01"),  # input_voice_message as written
+    ("D01/D01-V01.WAV", "D01-V01"),
+]
+
+
+@pytest.mark.parametrize(("clue", "resolved"), CLUE_FORMS)
+def test_a_clue_naming_a_media_file_resolves_to_its_id(
+    tmp_path: Path, clue: str, resolved: str
+) -> None:
+    question = _import_with_clue(tmp_path, ["D00:00", clue])
+    assert question.clues == ("D00:00", resolved)
+
+
+def test_a_clue_by_a_file_name_that_is_not_the_id(tmp_path: Path) -> None:
+    def rename(p: dict[str, Any]) -> None:
+        p["multi_session_dialogues"][2]["dialogues"][1]["input_image"] = ["photos/desk.JPG"]
+
+    question = _import_with_clue(tmp_path, ["desk.jpg", "photos/desk.JPG"], rename)
+    assert question.clues == ("D02-001",)  # both forms name one image; stored once, by id
+
+
+NAMES_NOTHING = [
+    "d00-001.png",  # ids are compared as written (only the extension's case is free)
+    "D00-001.wav",  # an image id with an audio extension
+    "D00-001.txt",  # not a media extension
+    "D00:01.png",  # a round has no file
+    "other/D00-001.png",  # a path whose folders are not the file's
+    "00/D00-001.png",  # a trailing part must start at a /
+    "../image/D00/D00-002.png",
+]
+
+
+@pytest.mark.parametrize("clue", NAMES_NOTHING)
+def test_a_clue_that_names_no_file_stays_a_clear_error(tmp_path: Path, clue: str) -> None:
+    source = write_release(
+        tmp_path / "release", mutated(lambda p: p["human-annotated QAs"][1].update(clue=[clue]))
+    )
+    with pytest.raises(PackFormatError) as raised:
+        import_release(source, tmp_path / "pack")
+    assert f"(qa_id 0-Pets-1).clue: [{clue!r}] name no round, image or voice message" in str(
+        raised.value
+    )
+    assert not (tmp_path / "pack").exists()
+
+
+def _same_file_name(p: dict[str, Any]) -> None:
+    for index in (0, 1):
+        session = p["multi_session_dialogues"][index]
+        session["dialogues"][1]["input_image"] = [f"../image/{session['session_id']}/desk.png"]
+
+
+def test_a_clue_that_fits_two_rounds_files_is_an_error_naming_both(tmp_path: Path) -> None:
+    def change(p: dict[str, Any]) -> None:
+        _same_file_name(p)
+        p["human-annotated QAs"][1]["clue"] = ["desk.png"]
+
+    source = write_release(tmp_path / "release", mutated(change))
+    with pytest.raises(PackFormatError) as raised:
+        import_release(source, tmp_path / "pack")
+    message = str(raised.value)
+    assert "(qa_id 0-Pets-1).clue: 'desk.png' fits more than one file" in message
+    assert "image D00-001 of round D00:01 (../image/D00/desk.png)" in message
+    assert "image D01-001 of round D01:01 (../image/D01/desk.png)" in message
+    skipped = import_release(source, tmp_path / "pack", skip_invalid=True)
+    assert skipped.skipped == 2  # the mixed item and this one
+    assert _import_with_clue(tmp_path / "b", ["D01/desk.png"], _same_file_name).clues == (
+        "D01-001",
+    )  # a longer part of the path tells them apart
