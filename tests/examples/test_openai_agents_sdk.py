@@ -92,11 +92,6 @@ def test_smollm2_agent_reports_agree_with_the_memory_server_log(out: Path, varia
     assert f"| {variant} | {PROBES} |" in (out / "comparison-sdk.md").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mirage serve-model ignores tool_choice='required' (issue 28, first point); remove "
-    "this marker once serve-model enforces it",
-)
 def test_forcing_the_tool_call_makes_every_probe_r_tool(out: Path) -> None:
     counts = attribution(out, "sdk-required")
     assert counts["r_tool"] == counts["probes"] == PROBES
