@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from harness.records import read_records
+from harness.kit.results import read_records
+from harness.mirage.records import ProbeRecord
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, TextPart, ToolResultMessage, ToolSpec, UserMessage
 from runtime.serve import BackgroundServer, create_app
@@ -79,7 +80,7 @@ def assert_reports_agree(out: Path, folder: str) -> list[Any]:
     assert (counts["probes"], counts["agent_errors"]) == (PROBES, 0)
     assert counts["agent_reported"] == PROBES  # every reply carried the SDK run's tool calls
     assert (counts["disagreements"], counts["disagreeing_tags"]) == (0, [])
-    records = read_records(out / folder / "results.jsonl")
+    records = read_records(out / folder / "results.jsonl", ProbeRecord)
     for record in records:
         reported = [c.get("name") for c in record.trace["agent_tool_calls"]]  # type: ignore[attr-defined]
         assert (record.path == "R_tool") == ("artifact_recall" in reported), record.tag  # type: ignore[attr-defined]
