@@ -17,7 +17,8 @@ counts every process the step waited for, compilers included, and depends far le
 machine's load than wall time). Per library, the compile jobs ninja ran, their summed seconds
 and share (jobs run in parallel, so the sum exceeds the build's wall time; under load every job
 slows, the shares less so). The instruction-set flags llama.cpp's CPU backend was compiled
-with, load averages (sampled during the install), CPU model and count, and ``mirage doctor`` in
+with, load averages (sampled during the install), CPU model and count, the time to import what
+``mirage run`` loads (first, byte-compiling, then cached), and ``mirage doctor`` in
 the new venv, which proves the install runs. Writes ``benchmarks/results/install.json`` under
 ``--label`` (other labels keep their numbers).
 """
@@ -40,10 +41,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from runtime.backbones.doctor import CPUINFO, cpu_model  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results" / "install.json"
 BUILD_LINE = re.compile(r"Building wheel for llama[-_]cpp[-_]python \S+: (started|finished)")
 TARGET_DIR = re.compile(r"CMakeFiles/([^/]+)\.dir/")
@@ -151,6 +148,25 @@ def cpu_backend_flags(build_dir: Path) -> list[str]:
     return sorted(flags)
 
 
+IMPORT_SCRIPT = "import mirage.cli.run, harness.mirage.run, memory_server.index, runtime.backbones"
+
+
+def import_seconds(venv: Path) -> list[float]:
+    """Wall seconds of importing what ``mirage run`` loads, twice: the first pays for
+    byte-compiling what pip did not (``--no-compile``), the second reads the cached files."""
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", IMPORT_SCRIPT],
+            cwd=ROOT,
+            check=True,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+        times.append(round(time.perf_counter() - start, 1))
+    return times
+
+
 def doctor(venv: Path) -> list[str]:
     result = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "mirage", "doctor"],
@@ -181,9 +197,24 @@ class LoadSampler(threading.Thread):
         return {"mean": round(sum(samples) / len(samples), 2), "max": round(max(samples), 2)}
 
 
-def machine() -> dict[str, Any]:
-    cpuinfo = CPUINFO.read_text() if CPUINFO.is_file() else ""
-    return {"cpu": cpu_model(cpuinfo), "cpus": os.cpu_count()}
+MACHINE_SCRIPT = (
+    "from runtime.backbones.doctor import CPUINFO, cpu_model; "
+    "print(cpu_model(CPUINFO.read_text() if CPUINFO.is_file() else ''))"
+)
+
+
+def machine(venv: Path) -> dict[str, Any]:
+    """The CPU model as ``mirage doctor`` reads it, asked of the new venv: this script itself
+    runs on a bare Python, as on a fresh machine, before mirage's dependencies exist."""
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", MACHINE_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    cpu = result.stdout.strip() if result.returncode == 0 else "unknown CPU (install failed)"
+    return {"cpu": cpu, "cpus": os.cpu_count()}
 
 
 def main() -> None:
@@ -206,11 +237,13 @@ def main() -> None:
         row["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         row["cpu_backend_flags"] = cpu_backend_flags(scratch / "llama-build")
         row["ninja"] = ninja_targets(scratch / "llama-build")
+        row["import_s_first_then_cached"] = import_seconds(scratch / "venv")
         row["doctor"] = [] if args.no_doctor else doctor(scratch / "venv")
+        row = {**machine(scratch / "venv"), **row}
     finally:
         if args.workdir is None:
             shutil.rmtree(scratch, ignore_errors=True)
-    report(args.label or args.command, {**machine(), **row})
+    report(args.label or args.command, row)
 
 
 def report(label: str, row: dict[str, Any]) -> None:
@@ -224,6 +257,8 @@ def report(label: str, row: dict[str, Any]) -> None:
     print(f"  {'total':<24} {row['total_s']:7.1f} s")
     for step in row["steps"]:
         print(f"  step {step['seconds']:7.1f} s wall {step['cpu_s']:7.1f} s CPU  {step['step']}")
+    first, cached = row["import_s_first_then_cached"]
+    print(f"  importing what mirage run loads: {first} s first, {cached} s cached")
     print(f"  ggml-cpu compiled with: {' '.join(row['cpu_backend_flags']) or '?'}")
     for name, target in row["ninja"].get("per_target", {}).items():
         print(
