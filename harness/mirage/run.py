@@ -441,7 +441,7 @@ class MirageRun:
 
     def questions(self) -> list[tuple[str, str, Gold]]:
         chosen = select_questions(list(self.pack.questions), self.config.limit)
-        return [(q.id, q.question, Gold.from_question(q)) for q in chosen]
+        return [(q.id, q.question, self.pack.gold(q)) for q in chosen]
 
     @property
     def scoring(self) -> ScoringProfile:
@@ -605,6 +605,7 @@ class MirageRun:
 
         self.check_resumable()
         self._check_models()
+        self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()
