@@ -71,6 +71,7 @@ def record_for(
         "summary_format": task.checkpoint.manifest.summary_format,
         "tag": task.tag,
         "trace": reply.trace,
+        "declared_path": reply.trace.get("declared_path"),
     }
     if reply.error is not None:
         return provider_error_record(task.key, task.gold, reply.error, profile, **extra)

@@ -24,6 +24,7 @@ from harness.kit.agents.base import ProbeUsage, ToolCallRecord
 from harness.kit.attribution import RETRIEVAL_TOOLS
 from harness.kit.results import STORED
 from harness.mirage.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
+from harness.mirage.paths import RetrievalPath as DeclaredPath
 from harness.mirage.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
 from harness.mirage.scoring import (
     Gold,
@@ -74,6 +75,9 @@ class ProbeRecord(BaseModel):
     WS: Indicator | None = None
     HR: Indicator | None = None
     path: RetrievalPath = "R_context"
+    declared_path: DeclaredPath | None = None
+    """The access path a reference agent declares it used (docs/references.md); None for any
+    other agent, and for a reference that abstained."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: ProbeUsage = Field(default_factory=ProbeUsage)
     latency_s: float | None = Field(default=None, ge=0)
