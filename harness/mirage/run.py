@@ -137,7 +137,7 @@ class MirageRun:
         existing = self.existing_checkpoints() if config.agent != OPENCLAW_AGENT else None
         needed: list[str] = []
         if config.agent is None or config.agent == OPENCLAW_AGENT:
-            folders = zip(config.models, self.result_dirs(), strict=False)
+            folders = zip(config.answerers, self.result_dirs(), strict=False)
             needed += [
                 model
                 for model, folder in folders
@@ -459,7 +459,7 @@ class MirageRun:
             return [self.out / f"openclaw-{model_slug(self.config.models[0])}"]
         if self.config.agent is not None:
             return [self.out / model_slug(self.config.agent_model or self.config.agent)]
-        return [self.out / model_slug(model) for model in self.config.models]
+        return [self.out / model_slug(model) for model in self.config.answerers]
 
     def check_resumable(self) -> None:
         """Refuse to resume result folders scored under another profile (their prompts differ
@@ -626,7 +626,7 @@ class MirageRun:
                 folders.append(await self.probe_external(checkpoints, index))
             else:
                 checkpoints = await self.checkpoints(index)
-                for model in self.config.models:
+                for model in self.config.answerers:
                     folders.append(await self.probe_model(model, checkpoints, index))
             for folder in folders:
                 if self.config.agent is not None:
