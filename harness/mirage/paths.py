@@ -11,33 +11,48 @@
 - ``R_none``: no access path.
 
 Above: the probe records (``path``, ``path_evidence``), the visibility map (which shares the
-context rule) and the reports. Below: plain pydantic inputs — what the probe's first backbone
-call carried (``ContextMessage``), what the agent loaded at start (``BootItem``), the probe
-turn's calls with their results (``ProbeCall``) — and the keyword token rule
+context rule) and the reports. Below: what an adapter reports the probe had
+(``harness.kit.agents.context``, re-exported here: ``ContextMessage``, ``BootItem``,
+``ProbeContext``), the probe turn's calls with their results (``ProbeCall``) — and the keyword
+token rule
 (``harness.mirage.keywords``). Every departure from the released rules is listed, with its
 reason, in ``docs/metrics.md`` ("The four retrieval paths").
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compaction.transcript import SUMMARY_MARKER, previous_summary
+from harness.kit.agents.context import (
+    BootItem,
+    ContextMessage,
+    ProbeContext,
+    boot_from_chat,
+    boot_from_system,
+    context_from_chat,
+    context_from_messages,
+)
 from harness.kit.attribution import RETRIEVAL_TOOLS
 from harness.mirage.keywords import MIN_MATCHES, matched, threshold
 from memory_server.resolve import IdMentions
-from runtime.messages import (
-    AssistantMessage,
-    ImagePart,
-    Message,
-    SystemMessage,
-    TextPart,
-    ToolResultMessage,
-)
+
+__all__ = [
+    "RETRIEVAL_PATHS",
+    "BootItem",
+    "ContextMessage",
+    "PathEvidence",
+    "ProbeCall",
+    "ProbeContext",
+    "RetrievalPath",
+    "boot_from_chat",
+    "boot_from_system",
+    "classify_path",
+    "context_from_chat",
+    "context_from_messages",
+]
 
 RetrievalPath = Literal["R_context", "R_boot", "R_tool", "R_none"]
 RETRIEVAL_PATHS: tuple[RetrievalPath, ...] = ("R_context", "R_boot", "R_tool", "R_none")
@@ -56,24 +71,6 @@ MEMORY_PATH_PATTERNS: tuple[str, ...] = (
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ContextMessage(_Frozen):
-    """One message of the pre-query active context, as text. ``images`` are the artifact ids of
-    images the message carries; ``summary`` marks the compaction summary."""
-
-    role: str
-    text: str = ""
-    images: tuple[str, ...] = ()
-    summary: bool = False
-
-
-class BootItem(_Frozen):
-    """Material the agent loaded at session start: ``source`` is e.g. ``system_prompt`` or
-    ``MEMORY.md``."""
-
-    source: str
-    text: str
 
 
 class ProbeCall(BaseModel):
@@ -313,99 +310,3 @@ def _reason(
         assert call is not None
         return f"R_tool: call {call.index}: {call.reason}; {seen}"
     return f"R_none: {seen}; not in the start-of-session material; no retrieval call"
-
-
-# -- building the inputs from what an agent reports ----------------------------------------
-
-
-def _user_context(parts: Sequence[TextPart | ImagePart]) -> tuple[str, tuple[str, ...]]:
-    texts: list[str] = []
-    images: list[str] = []
-    for part in parts:
-        if isinstance(part, TextPart):
-            texts.append(part.text)
-            continue
-        if part.text_representation:
-            texts.append(part.text_representation)
-        if part.artifact_id:
-            images.append(part.artifact_id)
-    return "\n".join(texts), tuple(images)
-
-
-def _calls_text(calls: Iterable[tuple[str, Any]]) -> list[str]:
-    return [
-        f"{name}({json.dumps(arguments, ensure_ascii=False, sort_keys=True)})"
-        for name, arguments in calls
-    ]
-
-
-def context_from_messages(messages: Sequence[Message]) -> list[ContextMessage]:
-    """The active context of runtime messages (system messages are start-of-session material,
-    see ``boot_from_system``): an image part gives its artifact id and its text stand-in."""
-    context = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            continue
-        if isinstance(message, AssistantMessage):
-            calls = _calls_text((call.name, call.arguments) for call in message.tool_calls)
-            text = "\n".join([message.content, *calls])
-            context.append(ContextMessage(role="assistant", text=text))
-        elif isinstance(message, ToolResultMessage):
-            context.append(ContextMessage(role="tool", text=message.content))
-        else:
-            text, images = _user_context(message.content)
-            summary = previous_summary(message) is not None
-            context.append(ContextMessage(role="user", text=text, images=images, summary=summary))
-    return context
-
-
-def _chat_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-        ]
-        return "\n".join(part for part in parts if isinstance(part, str))
-    return ""
-
-
-def _chat_calls(message: Mapping[str, Any]) -> list[str]:
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {}) if isinstance(call, dict) else {}
-        calls.append(f"{function.get('name')}({function.get('arguments', '')})")
-    return calls
-
-
-def context_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[ContextMessage]:
-    """The active context of OpenAI-format chat messages (system messages left out, see
-    ``boot_from_chat``). Images sent as ``image_url`` carry no artifact id, so they count only
-    through text; a user message starting with the compaction marker is the summary."""
-    context = []
-    for message in messages:
-        role = str(message.get("role", ""))
-        if role == "system":
-            continue
-        text = "\n".join([_chat_text(message.get("content")), *_chat_calls(message)]).strip()
-        summary = role == "user" and text.startswith(SUMMARY_MARKER)
-        context.append(ContextMessage(role=role, text=text, summary=summary))
-    return context
-
-
-def boot_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[BootItem]:
-    """The system messages of OpenAI-format chat messages, as start-of-session material."""
-    return [
-        BootItem(source="system_prompt", text=_chat_text(message.get("content")))
-        for message in messages
-        if message.get("role") == "system"
-    ]
-
-
-def boot_from_system(messages: Sequence[Message]) -> list[BootItem]:
-    """The system messages of runtime messages, as start-of-session material."""
-    return [
-        BootItem(source="system_prompt", text=message.content)
-        for message in messages
-        if isinstance(message, SystemMessage)
-    ]

@@ -77,7 +77,14 @@ def record_for(
         return provider_error_record(task.key, task.gold, reply.error, profile, **extra)
     calls = [call.model_dump() for call in reply.tool_calls]
     return build_record(
-        task.key, reply.text, task.gold, resolver, profile, tool_calls=calls, **extra
+        task.key,
+        reply.text,
+        task.gold,
+        resolver,
+        profile,
+        context=reply.context,
+        tool_calls=calls,
+        **extra,
     )
 
 

@@ -9,7 +9,7 @@ condition, question_id, repeat), and a key is never written twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, NamedTuple
 
 from pydantic import (
@@ -21,10 +21,11 @@ from pydantic import (
 )
 
 from harness.kit.agents.base import ProbeUsage, ToolCallRecord
+from harness.kit.agents.context import ProbeContext
 from harness.kit.attribution import RETRIEVAL_TOOLS
 from harness.kit.results import STORED
 from harness.mirage.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
-from harness.mirage.paths import RetrievalPath as DeclaredPath
+from harness.mirage.paths import PathEvidence, ProbeCall, RetrievalPath, classify_path
 from harness.mirage.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
 from harness.mirage.scoring import (
     Gold,
@@ -37,9 +38,15 @@ from harness.mirage.scoring import (
 )
 
 # 1: no scoring profile recorded (scored by what is now ``lenient``); 2: ``scoring`` and
-# ``prompt_template`` recorded with every record.
-SCHEMA_VERSION = 2
-RetrievalPath = Literal["R_context", "R_tool"]
+# ``prompt_template`` recorded with every record; 3: the four-way ``path`` with its
+# ``path_evidence`` and ``path_source``, and the gold's artifact id and keywords.
+SCHEMA_VERSION = 3
+FOUR_WAY_SCHEMA = 3
+PathSource = Literal["probe", "checkpoint", "binary"]
+"""Where a record's ``path`` was decided: ``probe`` from what the probe itself had (its
+context, start-of-session material and calls); ``checkpoint`` by ``mirage rescore`` from the
+checkpoint's restored context and the recorded calls; ``binary`` an older file's two-way label
+(``R_tool`` if a retrieval call ran, else ``R_context``), kept as it was."""
 
 
 class RecordKey(NamedTuple):
@@ -74,8 +81,10 @@ class ProbeRecord(BaseModel):
     GC: Indicator | None = None
     WS: Indicator | None = None
     HR: Indicator | None = None
-    path: RetrievalPath = "R_context"
-    declared_path: DeclaredPath | None = None
+    path: RetrievalPath = "R_none"
+    path_evidence: PathEvidence | None = None
+    path_source: PathSource = "probe"
+    declared_path: RetrievalPath | None = None
     """The access path a reference agent declares it used (docs/references.md); None for any
     other agent, and for a reference that abstained."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
@@ -99,10 +108,16 @@ class ProbeRecord(BaseModel):
     @classmethod
     def _migrate(cls, data: Any, info: ValidationInfo) -> Any:
         """A stored version-1 line (no ``schema_version``) was scored by the rules now called
-        lenient; records built in code without a version are the current version."""
+        lenient; a stored line older than version 3 carries the two-way path (``path_source``
+        ``binary``). Records built in code without a version are the current version."""
         stored = bool(info.context and info.context.get(STORED))
-        if stored and isinstance(data, dict) and "schema_version" not in data:
-            return {**data, "schema_version": 1, "scoring": data.get("scoring", "lenient")}
+        if not (stored and isinstance(data, dict)):
+            return data
+        if "schema_version" not in data:
+            data = {**data, "schema_version": 1, "scoring": data.get("scoring", "lenient")}
+        version = data["schema_version"]
+        if isinstance(version, int) and version < FOUR_WAY_SCHEMA and "path_source" not in data:
+            data = {**data, "path_source": "binary", "path": data.get("path", "R_context")}
         return data
 
     @classmethod
@@ -126,10 +141,33 @@ class ProbeRecord(BaseModel):
         return self
 
 
-def retrieval_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
-    """R_tool when a retrieval call (``RETRIEVAL_TOOLS``) was executed in the probe turn."""
+def binary_path(tool_calls: Iterable[ToolCallRecord]) -> RetrievalPath:
+    """The two-way label of schema 1 and 2 (``path_source`` ``binary``): R_tool when a
+    retrieval call (``RETRIEVAL_TOOLS``) was executed in the probe turn, else R_context."""
     executed = any(c.executed and c.name in RETRIEVAL_TOOLS for c in tool_calls)
     return "R_tool" if executed else "R_context"
+
+
+def path_fields(
+    gold: Gold,
+    tool_calls: Sequence[ToolCallRecord],
+    context: ProbeContext | None,
+    source: PathSource = "probe",
+) -> dict[str, Any]:
+    """``path``, ``path_evidence`` and ``path_source`` of a probe about ``gold.artifact`` (a
+    gold built without it: its source) that had ``context`` (None, or its messages unknown:
+    never R_context) and made ``tool_calls``."""
+    artifact = gold.artifact or gold.source
+    if artifact is None:
+        raise ValueError("gold names no artifact (gold.artifact); the retrieval path needs it")
+    path, evidence = classify_path(
+        artifact,
+        gold.keywords,
+        active=None if context is None or context.messages is None else context.messages,
+        boot=() if context is None else context.boot,
+        calls=[ProbeCall.model_validate(call, from_attributes=True) for call in tool_calls],
+    )
+    return {"path": path, "path_evidence": evidence, "path_source": source}
 
 
 def _score_fields(score: ProbeScore) -> dict[str, Any]:
@@ -150,10 +188,13 @@ def build_record(
     gold: Gold,
     resolver: SourceResolver | None,
     profile: ProfileName | ScoringProfile = DEFAULT_PROFILE,
+    *,
+    context: ProbeContext | None = None,
     **extra: Any,
 ) -> ProbeRecord:
     """Score ``raw_output`` against ``gold`` under ``profile`` and assemble the record for
-    ``key`` (``extra`` fields such as ``prompt_template`` and ``tool_calls`` are kept)."""
+    ``key``, its retrieval path classified from ``context`` and the calls (``extra`` fields
+    such as ``prompt_template`` and ``tool_calls`` are kept)."""
     tool_calls = [ToolCallRecord.model_validate(c) for c in extra.pop("tool_calls", [])]
     fields = _score_fields(score_reply(raw_output, gold, resolver, profile))
     return ProbeRecord(
@@ -162,7 +203,7 @@ def build_record(
         raw_output=raw_output,
         gold=gold,
         tool_calls=tool_calls,
-        path=extra.pop("path", retrieval_path(tool_calls)),
+        **path_fields(gold, tool_calls, context),
         **fields,
         **extra,
     )

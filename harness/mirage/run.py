@@ -442,7 +442,7 @@ class MirageRun:
 
     def questions(self) -> list[tuple[str, str, Gold]]:
         chosen = select_questions(list(self.pack.questions), self.config.limit)
-        return [(q.id, q.question, Gold.from_question(q)) for q in chosen]
+        return [(q.id, q.question, self.pack.gold(q)) for q in chosen]
 
     @property
     def scoring(self) -> ScoringProfile:

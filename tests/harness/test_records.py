@@ -20,10 +20,10 @@ from harness.mirage.records import (
     SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
+    binary_path,
     build_record,
     provider_error_record,
     rescore_record,
-    retrieval_path,
 )
 from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli import app
@@ -254,12 +254,12 @@ def test_provider_errors_are_not_rescored() -> None:
     assert not record.scored
 
 
-def test_retrieval_path_needs_an_executed_retrieval_call() -> None:
+def test_binary_path_needs_an_executed_retrieval_call() -> None:
     recall = ToolCallRecord(name="artifact_recall", arguments={"query": "gdp"}, executed=True)
     pseudo = ToolCallRecord(name="artifact_recall", label="pseudo_tool", executed=False)
     other = ToolCallRecord(name="calculator", executed=True)
-    assert retrieval_path([recall]) == "R_tool"
-    assert retrieval_path([pseudo, other]) == "R_context"
+    assert binary_path([recall]) == "R_tool"
+    assert binary_path([pseudo, other]) == "R_context"
     record = build_record(
         RecordKey("S2", "Cm", "q1", 0), REPLY, GOLD, RESOLVER, tool_calls=[recall.model_dump()]
     )

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from harness.kit.agents.context import ProbeContext
+
 MemoryURL = Callable[[str], str]
 """Maps a probe's attribution tag to the memory-server URL the agent uses for that probe."""
 
@@ -60,6 +62,9 @@ class ToolCallRecord(BaseModel):
     label: str = "ok"
     executed: bool = False
     error: str | None = None
+    result_text: str | None = Field(
+        default=None, description="what the tool returned to the agent (None: not known)"
+    )
 
 
 class ProbeUsage(BaseModel):
@@ -77,7 +82,8 @@ class ProbeUsage(BaseModel):
 
 class ProbeReply(BaseModel):
     """One probe's outcome. ``trace["tool_calls_reported"]`` is true when the agent gave its own
-    account of the probe's tool calls (``tool_calls``), false when its reply said nothing."""
+    account of the probe's tool calls (``tool_calls``), false when its reply said nothing.
+    ``context`` is what the probe had before its question (None: the adapter did not say)."""
 
     text: str | None = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
@@ -85,6 +91,7 @@ class ProbeReply(BaseModel):
     latency_s: float = 0.0
     error: str | None = None
     restored_sha256: str | None = None
+    context: ProbeContext | None = None
     trace: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -29,6 +29,7 @@ from harness.mirage.packs.schema import (
     QuestionBank,
     confined_path,
 )
+from harness.mirage.scoring import Gold
 from runtime.messages import ImagePart, TextPart, UserMessage
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "data"
@@ -134,6 +135,25 @@ class Pack:
         if artifact_id not in self.artifacts:
             raise KeyError(f"pack {self.name} has no artifact {artifact_id!r}")
         return self.artifacts[artifact_id]
+
+    def keywords(self, artifact_id: str) -> list[str]:
+        """The content keywords of an artifact; a ``PackFormatError`` naming it when it has
+        none (its retrieval path could never be ``R_context``: never a silent ``R_none``)."""
+        keywords = self.artifact(artifact_id).keywords
+        if not keywords:
+            raise PackFormatError(
+                self.root / PACK_FILE,
+                [
+                    f"artifact {artifact_id}: no keywords; the retrieval path needs content "
+                    "keywords (`mirage pack build`, or list a few distinctive values and names "
+                    "of its text under `keywords`; `mirage pack validate` checks them)"
+                ],
+            )
+        return keywords
+
+    def gold(self, question: Question) -> Gold:
+        """The gold of ``question``, with its artifact's content keywords."""
+        return Gold.from_question(question, self.keywords(question.artifact))
 
     def data_for(self, artifact_id: str) -> Any:
         """The generating data of an artifact (its ``data`` JSON), or None if it has none."""

@@ -14,6 +14,7 @@ same under every profile; profiles differ only in how they read the reply and co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -38,13 +39,22 @@ class Gold(BaseModel):
     tolerance: float | None = Field(default=None, ge=0)
     unit: str | None = None
     aliases: tuple[str, ...] = ()
+    artifact: str | None = Field(
+        default=None,
+        description="the artifact the question is about (also for NO questions); schema 3",
+    )
+    keywords: tuple[str, ...] = Field(
+        default=(), description="that artifact's content keywords (the pack's), for the path"
+    )
 
     @classmethod
-    def from_question(cls, question: Any) -> Gold:
+    def from_question(cls, question: Any, keywords: Sequence[str] = ()) -> Gold:
         """The gold of a pack question (``harness.mirage.packs.Question`` or anything shaped like
-        it)."""
+        it); ``keywords`` are the content keywords of its artifact."""
         return cls.model_validate(
             {
+                "artifact": getattr(question, "artifact", None),
+                "keywords": tuple(keywords),
                 "answerable": str(question.gold_answerable),
                 "source": question.gold_source,
                 "answer": question.gold_answer,
