@@ -12,12 +12,21 @@ state, condition and the two labels, with its question ids and the harness's rea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
 from harness.kit.report.tables import markdown_table
 from harness.mirage.records import ProbeRecord
+
+
+AVAILABLE_NOT_USED = (
+    "R_none declared where the harness says R_context: the evidence was in the active context "
+    "(the released classifier's rule: its content keywords, no retrieval call), but the agent "
+    "did not read it. The path label tells where the evidence was within reach, not whether "
+    "the answer used it; SC and GC tell the rest."
+)
 
 
 class LabelAgreement(BaseModel):
@@ -55,9 +64,11 @@ class InstrumentCheck(BaseModel):
 
 
 def _reason(record: ProbeRecord) -> str | None:
-    evidence = (record.model_extra or {}).get("path_evidence")
-    reason = evidence.get("reason") if isinstance(evidence, dict) else None
-    return reason if isinstance(reason, str) else None
+    """The harness's reason for its label, numbers left out (they differ per question)."""
+    evidence = record.path_evidence
+    if evidence is None or not evidence.reason:
+        return None
+    return re.sub(r"\d+ of \d+", "n of m", re.sub(r"\(need \d+\)", "", evidence.reason)).strip()
 
 
 def is_reference_record(record: ProbeRecord) -> bool:
@@ -142,7 +153,10 @@ def check_markdown(check: InstrumentCheck) -> str:
         for g in check.disagreements
     ]
     header = ["Answerer", "State", "Cond", "Declared", "Harness", "n", "Questions", "Reason"]
-    return f"{intro}\n\n{table}\n\nEvery disagreement:\n\n{markdown_table(header, rows)}"
+    listed = f"{intro}\n\n{table}\n\nEvery disagreement:\n\n{markdown_table(header, rows)}"
+    if any(g.declared == "R_none" and g.labelled == "R_context" for g in check.disagreements):
+        listed += "\n\n" + AVAILABLE_NOT_USED
+    return listed
 
 
 def check_section(
