@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from harness.kit.report.tables import markdown_table
 from harness.mirage.records import ProbeRecord
 
-
 AVAILABLE_NOT_USED = (
     "R_none declared where the harness says R_context: the evidence was in the active context "
     "(the released classifier's rule: its content keywords, no retrieval call), but the agent "
