@@ -93,11 +93,12 @@ def _wording_pattern(template: str) -> re.Pattern[str]:
     return re.compile(re.escape(before) + r"(?P<question>.+?)" + re.escape(after), re.DOTALL)
 
 
-_WORDINGS = [  # the longest text before the question first (Cm's prefix before C0's none)
+_WORDINGS = [  # the most fixed text first (Cm's wording around the question before C0's)
     _wording_pattern(template)
     for template in sorted(
         (t for by_condition in TEMPLATES.values() for t in by_condition.values()),
-        key=lambda t: -len(t.split(QUESTION_SLOT)[0]),
+        key=len,
+        reverse=True,
     )
 ]
 
