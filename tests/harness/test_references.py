@@ -22,7 +22,7 @@ from runtime.backbones import DEFAULT_MODEL
 
 QUESTION = "According to the apple harvest chart I shared, what was the Elmbrook harvest in 2019?"
 CSV = "Year,Elmbrook,Kestrel,Harlow\n2018,39.5,33.9,21.0\n2019,47.3,31.4,24.6"
-RECALLED = "$.unit = \"thousand tonnes\"\nYear: 2019; Elmbrook: 47.3; Kestrel: 31.4; Harlow: 24.6"
+RECALLED = '$.unit = "thousand tonnes"\nYear: 2019; Elmbrook: 47.3; Kestrel: 31.4; Harlow: 24.6'
 
 
 @pytest.mark.parametrize("profile", PROFILE_NAMES)
@@ -135,7 +135,9 @@ def test_instrument_check_counts_agreement_per_label_and_lists_disagreements() -
     )
     assert wrong.question_ids == ["q1"]
     text = check_markdown(check)
-    assert "**4 of 5**" in text and "reference/confabulator | S1-d0 | C0 | R_none | R_context" in text
+    assert (
+        "**4 of 5**" in text and "reference/confabulator | S1-d0 | C0 | R_none | R_context" in text
+    )
     assert AVAILABLE_NOT_USED in text
 
 
