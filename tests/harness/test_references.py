@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from harness.mirage.aggregate import aggregate
@@ -20,6 +24,7 @@ from harness.mirage.report.overview import overview
 from harness.mirage.scoring import Gold
 from runtime.backbones import DEFAULT_MODEL
 
+ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "According to the apple harvest chart I shared, what was the Elmbrook harvest in 2019?"
 CSV = "Year,Elmbrook,Kestrel,Harlow\n2018,39.5,33.9,21.0\n2019,47.3,31.4,24.6"
 RECALLED = '$.unit = "thousand tonnes"\nYear: 2019; Elmbrook: 47.3; Kestrel: 31.4; Harlow: 24.6'
@@ -159,3 +164,14 @@ def test_overview_says_what_the_rows_show_and_the_models_pf() -> None:
     assert "has AC 100% next to GC 0%" in text
     assert "smollm: every one of its 2 replies failed the protocol (PF 2 of 2)" in text
     assert overview({"smollm": aggregate(records["smollm"])}) == ""
+
+
+def test_the_references_load_no_pack_and_no_scorer() -> None:
+    """What the agents import cannot read a pack's questions, gold or manifest."""
+    code = (
+        "import sys, harness.mirage.references\n"
+        "bad = [m for m in sys.modules if m.startswith(('harness.mirage.packs', "
+        "'harness.mirage.scoring', 'harness.mirage.records'))]\n"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

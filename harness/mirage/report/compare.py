@@ -432,7 +432,7 @@ def render_comparison(
     sections.append(
         "\n".join(f"![{p.stem}]({COMPARISON_FIGURES}/{p.name})" for p in figures) or "None."
     )
-    return "\n\n".join(s.strip() for s in sections) + "\n"
+    return "\n\n".join(s.strip() for s in sections if s.strip()) + "\n"
 
 
 class ComparisonFiles(BaseModel):
