@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from harness.mirage.metrics import (
     RATE_METRICS,
     get_metric,
 )
+from harness.mirage.paths import RETRIEVAL_PATHS
 from harness.mirage.protocol import ProfileName
 from harness.mirage.records import ProbeRecord
 from harness.mirage.scoring.sources import clean_reference
@@ -68,6 +69,8 @@ class Counts:
     GC: int = 0
     HR: int = 0
     WS: int = 0
+    paths: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RETRIEVAL_PATHS, 0))
+    path_sources: dict[str, int] = field(default_factory=dict)
 
     def add(self, record: ProbeRecord) -> None:
         if not record.scored:
@@ -75,6 +78,8 @@ class Counts:
             return
         self.n += 1
         self.r_tool += record.path == "R_tool"
+        self.paths[record.path] += 1
+        self.path_sources[record.path_source] = self.path_sources.get(record.path_source, 0) + 1
         answerable = record.gold_answerable == "YES"
         self.recorded_answerable += answerable
         if record.pf:
@@ -93,6 +98,10 @@ class Counts:
         if rate.numerator is None or rate.denominator is None:
             raise KeyError(name)
         return getattr(self, rate.numerator), getattr(self, rate.denominator)
+
+    def path_share(self, path: str) -> float | None:
+        """Percent of the recorded probes whose retrieval path is ``path``."""
+        return 100.0 * self.paths[path] / self.n if self.n else None
 
     def rate(self, metric: str) -> float | None:
         if metric == "OG":
@@ -147,6 +156,9 @@ class CellDetail(BaseModel):
     recorded_answerable: int
     provider_errors: int
     path: dict[str, float | None]
+    """Share (percent, mean over runs) of each retrieval path, keyed by the four labels."""
+    path_sources: dict[str, int] = {}
+    """How many recorded probes had their path decided where (``ProbeRecord.path_source``)."""
     intervals_pooled: dict[str, Interval | None]
     runs: list[RunDetail]
     repeats: dict[str, Spread | None]
@@ -254,15 +266,20 @@ def _run_detail(repeat: int, counts: Counts) -> RunDetail:
     )
 
 
-def _cell_detail(runs: dict[int, Counts], pooled: Counts, summary: CellSummary) -> CellDetail:
-    r_tool = summary.R_tool
+def _path_shares(runs: dict[int, Counts]) -> dict[str, float | None]:
+    scored = [c for c in runs.values() if c.n]
+    return {path: mean([c.path_share(path) for c in scored]) for path in RETRIEVAL_PATHS}
+
+
+def _cell_detail(runs: dict[int, Counts], pooled: Counts) -> CellDetail:
     return CellDetail(
         parsed=pooled.parsed,
         parsed_answerable=pooled.parsed_answerable,
         parsed_unanswerable=pooled.parsed_unanswerable,
         recorded_answerable=pooled.recorded_answerable,
         provider_errors=pooled.provider_errors,
-        path={"R_context": None if r_tool is None else 100.0 - r_tool, "R_tool": r_tool},
+        path=_path_shares(runs),
+        path_sources=dict(sorted(pooled.path_sources.items())),
         intervals_pooled=_intervals(pooled),
         runs=[_run_detail(repeat, counts) for repeat, counts in runs.items()],
         repeats={m: spread([c.rate(m) for c in runs.values() if c.n]) for m in RATE_METRICS},
@@ -389,7 +406,7 @@ def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -
             runs = {repeat: count(rs) for repeat, rs in _by_run(cell_records).items()}
             summary = _cell_summary(runs)
             states.setdefault(state, {})[condition] = summary
-            detail = _cell_detail(runs, count(cell_records), summary)
+            detail = _cell_detail(runs, count(cell_records))
             cells.setdefault(state, {})[condition] = detail
     conditions = sorted({c for conds in grouped.values() for c in conds})
     cross = {c: _cross_state(grouped, c, roles) for c in conditions}
