@@ -67,7 +67,7 @@ def _reason(record: ProbeRecord) -> str | None:
     evidence = record.path_evidence
     if evidence is None or not evidence.reason:
         return None
-    return re.sub(r"\d+ of \d+", "n of m", re.sub(r"\(need \d+\)", "", evidence.reason)).strip()
+    return re.sub(r"\d+ of \d+", "n of m", re.sub(r"\s*\(need \d+\)", "", evidence.reason)).strip()
 
 
 def is_reference_record(record: ProbeRecord) -> bool:
