@@ -89,6 +89,9 @@ async def test_oracle_scores_grounded_everywhere_and_resumes(tmp_path: Path) -> 
         assert list(record.gold.keywords) == PACK.keywords(evidence.artifact_id)
         if record.path == "R_context":
             assert len(evidence.context.matched) >= evidence.threshold  # type: ignore[union-attr]
+        if record.condition == "Cm":  # the runtime's tool result is on the record
+            assert evidence.calls[0].retrieval and evidence.calls[0].result_names_id
+            assert evidence.artifact_id in (record.tool_calls[0].result_text or "")
     for record in records:  # every probe started from an untouched copy of its checkpoint
         assert record.restored_sha256 == record.checkpoint_sha256  # type: ignore[attr-defined]
     summary_json = json.loads((folder / "summary.json").read_text())
