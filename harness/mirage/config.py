@@ -27,6 +27,11 @@ class RunConfig(BaseModel):
 
     pack: str = "mirage-core"
     models: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
+    references: bool | None = Field(
+        default=None,
+        description="Also run the reference agents (reference/retriever, context-reader, "
+        "confabulator; docs/references.md); default: when no model is given",
+    )
     trunk_model: str = DEFAULT_MODEL
     summarizer_model: str | None = None
     profile: str = "scaled"
@@ -104,6 +109,21 @@ class RunConfig(BaseModel):
         if repeated:
             raise ValueError(f"--summary-format names {', '.join(repeated)} more than once")
         return value
+
+    @property
+    def answerers(self) -> list[str]:
+        """The models to probe: ``models``, then the reference agents not among them when
+        ``references`` is on (by default, when ``models`` was not given)."""
+        from harness.mirage.references import REFERENCE_MODELS
+
+        wanted = (
+            self.references
+            if self.references is not None
+            else "models" not in (self.model_fields_set)
+        )
+        if not wanted or self.agent is not None:
+            return list(self.models)
+        return [*self.models, *(m for m in REFERENCE_MODELS if m not in self.models)]
 
     @property
     def primary_format(self) -> str:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.costs import Cost, TokenTally, cost_of, prices_for
+from harness.mirage.references import is_reference
 from harness.mirage.run import MirageRun, bad_files_reported
 from runtime.backbones.base import LOCAL_PREFIX, Backbone
 from runtime.messages import AssistantMessage, Message, ToolSpec, UserMessage
@@ -345,7 +346,7 @@ def plan_run(run: MirageRun) -> RunPlan:
 def _answerer_models(run: MirageRun) -> list[str]:
     if run.config.agent is not None:
         return [run.config.agent_model or run.config.agent]
-    return list(run.config.models)
+    return [model for model in run.config.answerers if not is_reference(model)]
 
 
 def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
@@ -562,6 +563,12 @@ def _assumptions(source: StateSource, run: MirageRun) -> list[str]:
         )
     if run.config.agent is not None:
         notes.append("agent under test: its own prompt is unknown; history + question counted")
+    references = [model for model in run.config.answerers if is_reference(model)]
+    if references:
+        notes.append(
+            f"reference agents ({', '.join(references)}) call no model: no tokens, no cost "
+            "(docs/references.md)"
+        )
     return notes
 
 

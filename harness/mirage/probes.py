@@ -79,6 +79,7 @@ def record_for(
         "summary_format": task.checkpoint.manifest.summary_format,
         "tag": task.tag,
         "trace": reply.trace,
+        "declared_path": reply.trace.get("declared_path"),
     }
     if reply.error is not None:  # no turn: its path is what its context alone gave
         paths = path_fields(task.gold, [], reply.context)

@@ -84,6 +84,9 @@ class ProbeRecord(BaseModel):
     path: RetrievalPath = "R_none"
     path_evidence: PathEvidence | None = None
     path_source: PathSource = "probe"
+    declared_path: RetrievalPath | None = None
+    """The access path a reference agent declares it used (docs/references.md); None for any
+    other agent, and for a reference that abstained."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: ProbeUsage = Field(default_factory=ProbeUsage)
     latency_s: float | None = Field(default=None, ge=0)

@@ -40,6 +40,7 @@ from harness.mirage.checkpoints import (
 )
 from harness.mirage.config import RunConfig
 from harness.mirage.records import ProbeRecord
+from harness.mirage.references import is_reference
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
 from runtime.backbones import LOCAL_PREFIX
 
@@ -136,7 +137,7 @@ class MirageRun:
         existing = self.existing_checkpoints() if config.agent != OPENCLAW_AGENT else None
         needed: list[str] = []
         if config.agent is None or config.agent == OPENCLAW_AGENT:
-            folders = zip(config.models, self.result_dirs(), strict=False)
+            folders = zip(config.answerers, self.result_dirs(), strict=False)
             needed += [
                 model
                 for model, folder in folders
@@ -146,7 +147,7 @@ class MirageRun:
             scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
             needed += [config.summarizer] if scripted else [config.trunk_model, config.summarizer]
         for model in dict.fromkeys(needed):
-            if model in self.backbones:
+            if model in self.backbones or is_reference(model):
                 continue
             try:
                 check_model(model, None if model.startswith(LOCAL_PREFIX) else config.api_base)
@@ -458,7 +459,7 @@ class MirageRun:
             return [self.out / f"openclaw-{model_slug(self.config.models[0])}"]
         if self.config.agent is not None:
             return [self.out / model_slug(self.config.agent_model or self.config.agent)]
-        return [self.out / model_slug(model) for model in self.config.models]
+        return [self.out / model_slug(model) for model in self.config.answerers]
 
     def check_resumable(self) -> None:
         """Refuse to resume result folders scored under another profile (their prompts differ
@@ -487,7 +488,13 @@ class MirageRun:
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         from harness.kit.agents import BuiltinAgent
+        from harness.kit.attribution import AttributedAgent
+        from harness.mirage.references import make_reference
 
+        model_dir = self.out / model_slug(model)
+        if is_reference(model):  # R_tool from the memory server's log, not the agent's word
+            reference = AttributedAgent(make_reference(model), model_dir / "calls.jsonl")
+            return await self.probe_agent(reference, model_dir, checkpoints, index)
         backbone = self.backbone(model, self.config.probe_output_tokens(model))
         agent = BuiltinAgent(
             backbone,
@@ -495,7 +502,7 @@ class MirageRun:
             max_output_tokens=self.config.probe_output_tokens(model),
             adapters=self.config.adapters,
         )
-        return await self.probe_agent(agent, self.out / model_slug(model), checkpoints, index)
+        return await self.probe_agent(agent, model_dir, checkpoints, index)
 
     def external_agent(self, call_log: Path) -> AttributedAgent:
         """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
@@ -620,7 +627,7 @@ class MirageRun:
                 folders.append(await self.probe_external(checkpoints, index))
             else:
                 checkpoints = await self.checkpoints(index)
-                for model in self.config.models:
+                for model in self.config.answerers:
                     folders.append(await self.probe_model(model, checkpoints, index))
             for folder in folders:
                 if self.config.agent is not None:

@@ -168,7 +168,21 @@ def run(
     pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = DEFAULTS.pack,
     model: Annotated[
         list[str] | None,
-        typer.Option(*MODEL, help="Answerer model (repeatable); default the embedded SmolLM2"),
+        typer.Option(
+            *MODEL,
+            help="Answerer model (repeatable); default the embedded SmolLM2. "
+            "reference/retriever, reference/context-reader and reference/confabulator are "
+            "reference agents with known grounding behaviour (docs/references.md)",
+        ),
+    ] = None,
+    references: Annotated[
+        bool | None,
+        typer.Option(
+            "--references/--no-references",
+            help="Also run the three reference agents (seconds; their rows and the instrument "
+            "check open the comparison); default: on when no --model is given",
+            show_default=False,
+        ),
     ] = None,
     trunk_model: Annotated[
         str,
@@ -276,10 +290,13 @@ def run(
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
-    SmolLM2 model, 12 questions (6 pairs) under C0 and Cm; --limit 0 uses every question."""
+    SmolLM2 model and the three reference agents, 12 questions (6 pairs) under C0 and Cm, and a
+    comparison that opens with what the rows show; --limit 0 uses every question."""
+    given = {"models": model} if model else {}  # unset: the default, with the references
     config = _config(
+        **given,
+        references=references,
         pack=pack,
-        models=model or DEFAULTS.models,
         trunk_model=trunk_model,
         summarizer_model=summarizer,
         profile=profile,
@@ -317,6 +334,8 @@ def run(
         folders = [files.report.parent for files in reports]
         answerers = {f: read_records(f, ProbeRecord) for f in folders}
         compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
+        if compared.comparison.overview:
+            typer.echo("\n" + compared.comparison.overview)
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
 

@@ -26,6 +26,7 @@ from harness.mirage.report import tables
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import format_rows, formats_section
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
+from harness.mirage.report.instrument import check_section
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"
@@ -154,7 +155,9 @@ def write_report(
     _write_json(files.details, details(agg))
     sections = render_markdown(agg, figures, note=note) + formats_section(out, agg, records)
     sections += _usage_section(usages)
-    files.report.write_text(sections + _attribution_section(out), encoding="utf-8")
+    instrument, _ = check_section({answerer_label(out, records): records})
+    sections += _attribution_section(out) + (f"\n{instrument}\n" if instrument else "")
+    files.report.write_text(sections, encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
         files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""

@@ -45,6 +45,8 @@ from harness.mirage.report.formats import (
     summaries_markdown,
 )
 from harness.mirage.report.html import answerer_label, write_html
+from harness.mirage.report.instrument import InstrumentCheck, check_section
+from harness.mirage.report.overview import overview
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
@@ -95,6 +97,8 @@ class Comparison(BaseModel):
     summaries: dict[str, dict[str, object]]  # label -> the answerer's summary.json
     compliance: list[dict[str, object]]
     summary_formats: dict[str, list[FormatRow]] = {}  # label -> SC/GC per format (appendix A.2)
+    overview: str = ""  # what the rows show, in words (with reference agents)
+    instrument: InstrumentCheck | None = None  # path labels against the references' declared
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -394,8 +398,12 @@ def _formats_section(comparison: Comparison) -> str:
 
 
 def render_comparison(
-    comparison: Comparison, aggregates: dict[str, Aggregate], figures: Sequence[Path]
+    comparison: Comparison,
+    aggregates: dict[str, Aggregate],
+    figures: Sequence[Path],
+    instrument: str = "",
 ) -> str:
+    """``instrument``: the instrument-check section (``check_section``), if any."""
     from runtime.compliance import ComplianceRow, render_markdown
 
     banner = (
@@ -403,11 +411,13 @@ def render_comparison(
         if comparison.comparable
         else "**NOT COMPARABLE** — the runs differ: " + "; ".join(comparison.differences) + "."
     )
-    sections = ["# MIRAGE comparison", banner, _facts_table(comparison.answerers)]
+    sections = ["# MIRAGE comparison", comparison.overview, banner]
+    sections.append(_facts_table(comparison.answerers))
     sections.append("## Table 1 — metrics per model, state and condition")
     sections += [f"### {c}\n\n{t}" for c, t in table1_blocks(aggregates).items()]
     sections.append("## Table 2 — cross-state diagnostics per model")
     sections += [f"### {c}\n\n{t}" for c, t in table2_rows(aggregates).items()]
+    sections.append(instrument)
     sections.append(
         "## Ranking\n\nDS and Δcomp intervals: percentile bootstrap over questions "
         f"({BOOTSTRAP_SAMPLES} resamples, pooled over runs); Ret and MI_d80k: Wilson on the "
@@ -422,7 +432,7 @@ def render_comparison(
     sections.append(
         "\n".join(f"![{p.stem}]({COMPARISON_FIGURES}/{p.name})" for p in figures) or "None."
     )
-    return "\n\n".join(s.strip() for s in sections) + "\n"
+    return "\n\n".join(s.strip() for s in sections if s.strip()) + "\n"
 
 
 class ComparisonFiles(BaseModel):
@@ -463,7 +473,9 @@ def write_comparison(
         summaries={label: agg.summary() for label, agg in aggregates.items()},
         compliance=find_compliance([out, *answerers, *(d.parent for d in answerers)]),
         summary_formats=compared_formats(aggregates, records),
+        overview=overview(aggregates),
     )
+    instrument, comparison.instrument = check_section(records)
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
     files = ComparisonFiles(
@@ -471,7 +483,9 @@ def write_comparison(
         figures=figures,
         comparison=comparison,
     )  # fmt: skip
-    files.markdown.write_text(render_comparison(comparison, aggregates, figures), "utf-8")
+    files.markdown.write_text(
+        render_comparison(comparison, aggregates, figures, instrument), "utf-8"
+    )
     files.data.write_text(comparison.model_dump_json(indent=2) + "\n", "utf-8")
     pages = {
         label: (d, answerers[d], aggregates[label])
