@@ -14,8 +14,10 @@ Rules (docs/own_agent.md):
   probe was in flight during that probe's whole window. If an untagged call lands while probes
   overlap, it cannot be attributed: the run stops with ``AttributionError`` (resume with
   ``--concurrency 1``) instead of writing records with a wrong retrieval path.
-- A probe is R_tool iff the server saw an ``artifact_recall``/``artifact_get`` call for it. The
-  calls the agent itself reports are compared with the server's and disagreements recorded.
+- The probe's memory calls are the ones the server saw (each with the artifact ids it returned);
+  a protocol decides the retrieval path from them (MIRAGE: R_tool when one is a retrieval call
+  or returned the artifact). The calls the agent itself reports are compared with the server's
+  and disagreements recorded.
 
 Calls are read from the byte offset the log had when the probe started, so calls of an earlier
 (killed) run with the same tag never count.
@@ -62,7 +64,7 @@ class ToolCallDisagreement(BaseModel):
     reported_not_seen: dict[str, int] = Field(default_factory=dict)
     seen_not_reported: dict[str, int] = Field(default_factory=dict)
     path_differs: bool = Field(
-        description="the agent's report and the server disagree on R_tool vs R_context"
+        description="the agent's report and the server disagree on whether a retrieval call ran"
     )
 
 
@@ -163,8 +165,15 @@ def compare_reports(
     )
 
 
+def hits_text(call: CallRecord) -> str | None:
+    """What the server's log says a call returned: the artifact ids, in rank order (the log
+    keeps no result text); None when it returned none."""
+    return f"artifact ids returned: {', '.join(call.hits)}" if call.hits else None
+
+
 def server_calls(calls: list[CallRecord]) -> list[ToolCallRecord]:
-    """The server's calls as the record's ``tool_calls`` (executed: the server ran them)."""
+    """The server's calls as the record's ``tool_calls`` (executed: the server ran them), each
+    with the artifact ids it returned as its ``result_text``."""
     return [
         ToolCallRecord(
             name=c.tool,
@@ -172,6 +181,7 @@ def server_calls(calls: list[CallRecord]) -> list[ToolCallRecord]:
             label="ok",
             executed=True,
             error=c.error,
+            result_text=hits_text(c),
         )
         for c in calls
     ]

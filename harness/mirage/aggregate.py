@@ -134,6 +134,7 @@ class Counts:
         return 100.0 * k / n if n else None
 
     def path_share(self, path: str) -> float | None:
+        """Percent of the recorded probes whose retrieval path is ``path``."""
         return 100.0 * self.paths[path].n / self.n if self.n else None
 
 
@@ -224,6 +225,9 @@ class CellDetail(BaseModel):
     recorded_answerable: int
     provider_errors: int
     path: dict[str, float | None]
+    """Share (percent, mean over runs) of each retrieval path, keyed by the four labels."""
+    path_sources: dict[str, int] = {}
+    """How many recorded probes had their path decided where (``ProbeRecord.path_source``)."""
     intervals_pooled: dict[str, Interval | None]
     runs: list[RunDetail]
     repeats: dict[str, Spread | None]
@@ -397,6 +401,7 @@ def _cell_detail(runs: dict[int, Counts], pooled: Counts, summary: CellSummary) 
         recorded_answerable=pooled.recorded_answerable,
         provider_errors=pooled.provider_errors,
         path={path: cell.share for path, cell in summary.paths.items()},
+        path_sources=summary.path_sources,
         intervals_pooled=_intervals(pooled),
         runs=[_run_detail(repeat, counts) for repeat, counts in runs.items()],
         repeats={m: spread([c.rate(m) for c in runs.values() if c.n]) for m in RATE_METRICS},

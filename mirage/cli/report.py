@@ -86,12 +86,15 @@ def rescore(
     directory: DirArgument, workspace: WorkspaceOption = None, scoring: ScoringOption = "paper"
 ) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs under a scoring profile,
-    canonicalising SOURCE with the run's workspace (an error when it cannot be found)."""
+    canonicalising SOURCE with the run's workspace (an error when it cannot be found); an older
+    record's two-way retrieval path becomes the four-way one, recomputed from its checkpoint
+    when that is still there (path_source checkpoint), else kept and marked binary."""
     from harness.kit.results import RESULTS_FILE, ResultsLogError, rewrite_records
+    from harness.mirage.repath import upgrade_paths
 
     profile = _profile(scoring)
     records = _read(directory)
-    rescored = _rescored(directory, records, profile, workspace)
+    rescored, paths = upgrade_paths(directory, _rescored(directory, records, profile, workspace))
     changed = sum(old != new for old, new in zip(records, rescored, strict=True))
     path = directory / RESULTS_FILE
     try:
@@ -100,7 +103,7 @@ def rescore(
         raise _bad_file(exc) from exc
     typer.echo(
         f"rescored {len(rescored)} records in {path} under scoring {profile.name}; "
-        f"{changed} changed"
+        f"{changed} changed" + "".join(f"; {n} path(s) {how}" for how, n in sorted(paths.items()))
     )
 
 

@@ -16,6 +16,7 @@ from harness.kit.agents.openclaw.agent import (
     OWN_MEMORY_READS,
     OpenClawAttributedAgent,
     own_memory_reads,
+    probe_context,
     reported_calls,
     restored_digest,
 )
@@ -25,10 +26,11 @@ from harness.kit.agents.openclaw.state import (
     history_digest,
     is_memory_path,
     memory_digest,
+    openclaw_boot,
     session_node,
 )
 from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import retrieval_path
+from harness.mirage.paths import ProbeCall, classify_path
 from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones import FunctionBackbone
 from runtime.serve import RequestRecord
@@ -129,6 +131,40 @@ def test_reported_calls_and_own_memory_reads() -> None:
     assert restored_digest("m", [record("answer", [], first_request("p", "q"))]) is not None
 
 
+def test_the_probe_context_is_the_first_request_without_the_probe() -> None:
+    system = (
+        "You are OpenClaw.\n# Project Context\n## /home/u/ws/SOUL.md\nBe kind.\n"
+        "## /home/u/ws/MEMORY.md\nRent is 2110 EUR (rent_1).\n"
+    )
+    messages = first_request("p-1", "What is the rent?")
+    messages[0] = {"role": "system", "content": system}
+    followup = [
+        *messages,
+        {"role": "assistant", "content": "", "tool_calls": []},
+        {"role": "tool", "tool_call_id": "c1", "content": "rent_1: 2110 EUR"},
+    ]
+    requests = [
+        record("answer", [LoggedCall(name="read", arguments={"path": "MEMORY.md"})], messages),
+        record("answer", [], followup),
+    ]
+    context = probe_context(requests)
+    assert context.source == "openclaw_session" and context.messages is not None
+    assert [m.role for m in context.messages] == ["user", "assistant"]  # no system, no probe
+    assert all("What is the rent?" not in m.text for m in context.messages)
+    assert [b.source for b in context.boot] == ["system_prompt", "SOUL.md", "MEMORY.md"]
+    assert "2110 EUR" in context.boot[2].text
+    [read] = reported_calls(requests)
+    assert read.executed and read.result_text == "rent_1: 2110 EUR"
+    assert own_memory_reads([read]) == [read]
+    path, evidence = classify_path(
+        "rent_1", ["2110", "Elmbrook"], active=context.messages, boot=context.boot
+    )
+    assert path == "R_boot" and evidence.boot[0].source == "MEMORY.md"
+    missing = probe_context([])
+    assert missing.messages is None and missing.unavailable
+    assert openclaw_boot("plain prompt") == [openclaw_boot("plain prompt")[0]]
+
+
 async def test_the_endpoint_routes_by_model_name_and_logs_without_prompts(tmp_path: Path) -> None:
     answer = FunctionBackbone(lambda messages: "real answer", model="real", context_window=4096)
     endpoint = ModelEndpoint(answer, 512, tmp_path / "requests.jsonl")
@@ -189,5 +225,6 @@ async def test_openclaws_own_memory_search_is_r_tool(tmp_path: Path) -> None:
     agent = OpenClawAttributedAgent(StubOpenClaw(), tmp_path / "calls.jsonl")
     reply = await agent.probe(None, "q", tag="t1")  # type: ignore[arg-type]
     assert [c.name for c in reply.tool_calls] == ["memory_search"]
-    assert retrieval_path(reply.tool_calls) == "R_tool"
+    calls = [ProbeCall.model_validate(c, from_attributes=True) for c in reply.tool_calls]
+    assert classify_path("rent_1", ["2110"], active=None, calls=calls)[0] == "R_tool"
     assert reply.trace["attribution"]["disagreement"] is None  # not a memory-server tool

@@ -176,7 +176,11 @@ def answerable_gold(index: int) -> Gold:
 
 
 def unanswerable_gold(index: int) -> Gold:
-    return Gold(answerable="NO", answer_type="numeric" if index % 2 else "string")
+    return Gold(
+        answerable="NO",
+        answer_type="numeric" if index % 2 else "string",
+        artifact=ARTIFACTS[index % len(ARTIFACTS)],
+    )
 
 
 # Reply shapes both scoring profiles read the same way: the plain protocol, a Gemma-style fenced

@@ -16,7 +16,7 @@ from harness.kit.attribution import (
     compare_reports,
 )
 from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import retrieval_path
+from harness.mirage.paths import ProbeCall, RetrievalPath, classify_path
 from memory_server.calllog import CallLog, CallRecord, now_iso
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 
@@ -105,6 +105,12 @@ class LoggingAgent(AgentUnderTest):
         )
 
 
+def path_of(reply: ProbeReply) -> RetrievalPath:
+    """The four-way path of a probe about ``chart_1`` whose context is unknown."""
+    calls = [ProbeCall.model_validate(c, from_attributes=True) for c in reply.tool_calls]
+    return classify_path("chart_1", ["41.2"], active=None, calls=calls)[0]
+
+
 async def test_attributed_agent_labels_from_the_server_log(tmp_path: Path) -> None:
     checkpoint = make_checkpoint(tmp_path / "family")
     log = CallLog(tmp_path / "calls.jsonl")
@@ -112,7 +118,7 @@ async def test_attributed_agent_labels_from_the_server_log(tmp_path: Path) -> No
     agent = AttributedAgent(inner, log.path)
 
     reply = await agent.probe(checkpoint, "Q", tag="p1")
-    assert retrieval_path(reply.tool_calls) == "R_tool"
+    assert path_of(reply) == "R_tool"
     attribution = reply.trace["attribution"]
     assert attribution["tagged_calls"] == 1 and attribution["agent_reported"] is True
     assert attribution["disagreement"]["seen_not_reported"] == {"artifact_recall": 1}
@@ -120,7 +126,7 @@ async def test_attributed_agent_labels_from_the_server_log(tmp_path: Path) -> No
 
     inner.calls, inner.reported = [call("artifact_recall", "someone-else")], None
     reply = await agent.probe(checkpoint, "Q", tag="p2")
-    assert retrieval_path(reply.tool_calls) == "R_context"
+    assert path_of(reply) == "R_none"  # no call, and the agent did not report its context
     assert reply.trace["attribution"]["disagreement"] is None
 
 

@@ -10,7 +10,7 @@ from harness.mirage.records import ProbeRecord, RecordKey, build_record, provide
 from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD_YES = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
-GOLD_NO = Gold(answerable="NO")
+GOLD_NO = Gold(answerable="NO", artifact="chart_1")
 RESOLVER = KnownIdResolver(["chart_1", "chart_2"])
 GROUNDED = "ANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42"
 MIRAGE_VC = "ANSWERABLE=YES\nSOURCE=NONE\nANSWER=42"

@@ -27,7 +27,7 @@ RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
 GOLDS = {
     "a1": Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric"),
     "a2": Gold(answerable="YES", source="ui_2", answer="leelin", answer_type="string"),
-    "u1": Gold(answerable="NO"),
+    "u1": Gold(answerable="NO", artifact="chart_1"),
 }
 STATES = {"S1-d0": 2900, "S1-d50k": 3500, "S1-d80k": 5500, "S2": 6900}
 GOOD = {

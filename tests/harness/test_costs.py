@@ -36,7 +36,7 @@ def test_unknown_prices_are_unknown_never_guessed() -> None:
 
 
 def test_summary_and_report_carry_tokens_and_cost_per_model(tmp_path: Path) -> None:
-    gold = Gold(answerable="NO")
+    gold = Gold(answerable="NO", artifact="chart_1")
     usages = [
         ProbeUsage(eit=50_000, input_tokens=50_000, cache_write_tokens=49_000, output_tokens=20),
         ProbeUsage(

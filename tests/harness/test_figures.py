@@ -20,7 +20,7 @@ from harness.mirage.scoring import Gold, KnownIdResolver
 
 RESOLVER = KnownIdResolver(["chart_1"])
 ANSWERABLE = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
-UNANSWERABLE = Gold(answerable="NO")
+UNANSWERABLE = Gold(answerable="NO", artifact="chart_1")
 GROUNDED = "ANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42"
 MIRAGE = "ANSWERABLE=YES\nSOURCE=NONE\nANSWER=41"
 

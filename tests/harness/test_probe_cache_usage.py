@@ -40,7 +40,7 @@ def state_probes(tmp_path: Path) -> list[ProbeTask]:
         trunk_turns_total=40,
         workspace_version=None,
     )
-    gold = Gold(answerable="NO")
+    gold = Gold(answerable="NO", artifact="chart_1")
     questions = [(f"q{n}", f"Which shard held batch {n}?", gold) for n in range(4)]
     return list(plan_probes({"S1-d50k": checkpoint}, questions, ["C0", "Cm"], 1))
 

@@ -20,7 +20,7 @@ RESOLVER = KnownIdResolver(["chart_1", "ui_2"])
 GOLDS = {
     "a1": Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric"),
     "a2": Gold(answerable="YES", source="ui_2", answer="leelin", answer_type="string"),
-    "u1": Gold(answerable="NO"),
+    "u1": Gold(answerable="NO", artifact="chart_1"),
 }
 REPLIES = {
     "a1": ["ANSWERABLE=YES\nSOURCE=chart_1\nANSWER=42", "ANSWERABLE=YES\nSOURCE=NONE\nANSWER=42"],

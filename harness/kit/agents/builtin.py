@@ -23,6 +23,8 @@ from harness.kit.agents.base import (
     RestorePoint,
     ToolCallRecord,
 )
+from harness.kit.agents.context import BootItem, ProbeContext, context_from_messages
+from harness.kit.agents.transcript import system_text
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
 from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
@@ -53,9 +55,21 @@ def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
             label=c.label,
             executed=c.executed,
             error=c.error,
+            result_text=c.result,
         )
         for c in record.tool_calls
     ]
+
+
+def session_context(session: Session) -> ProbeContext:
+    """What a restored session holds before the probe message: its messages (what the probe's
+    first backbone call sends after the system prompt) and its system prompt, the built-in
+    runtime's only start-of-session material."""
+    return ProbeContext(
+        source="restored_session",
+        messages=tuple(context_from_messages(session.messages)),
+        boot=(BootItem(source="system_prompt", text=system_text(session)),),
+    )
 
 
 def as_answerer(session: Session, model: str, max_output_tokens: int, adapters: bool) -> None:
@@ -95,6 +109,7 @@ class BuiltinAgent(AgentUnderTest):
 
     async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         session, restored = self.restore(checkpoint)
+        context = session_context(session)
         started = time.perf_counter()
         try:
             record = await self._turn(session, message, tag)
@@ -103,6 +118,7 @@ class BuiltinAgent(AgentUnderTest):
                 error=f"provider_error: {error}",
                 restored_sha256=restored,
                 latency_s=time.perf_counter() - started,
+                context=context,
             )
         return ProbeReply(
             text=record.reply,
@@ -110,6 +126,7 @@ class BuiltinAgent(AgentUnderTest):
             usage=turn_usage(record),
             latency_s=time.perf_counter() - started,
             restored_sha256=restored,
+            context=context,
             trace={"rounds": record.rounds, "parse_outcomes": list(record.parse_outcomes)},
         )
 

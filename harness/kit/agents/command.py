@@ -26,7 +26,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.agents.base import AgentUnderTest, MemoryURL, ProbeReply, ProbeUsage, RestorePoint
-from harness.kit.agents.transcript import TranscriptSource, reported_call
+from harness.kit.agents.transcript import RestoredContext, TranscriptSource, reported_call
 from runtime.offline import offline_env
 
 log = structlog.get_logger(__name__)
@@ -103,8 +103,8 @@ class CommandAgent(AgentUnderTest):
 
     def build_request(
         self, checkpoint: RestorePoint, message: str, tag: str
-    ) -> tuple[CommandRequest, str]:
-        """The request and the sha256 of the restored session it was built from."""
+    ) -> tuple[CommandRequest, RestoredContext]:
+        """The request and the restored session it was built from."""
         restored = self._transcripts.restore(checkpoint)
         request = CommandRequest(
             tag=tag,
@@ -121,10 +121,10 @@ class CommandAgent(AgentUnderTest):
             message=message,
             memory_url=self.memory_url(tag) if self.memory_url is not None else None,
         )
-        return request, restored.restored_sha256
+        return request, restored
 
     async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
-        request, restored_sha256 = self.build_request(checkpoint, message, tag)
+        request, restored = self.build_request(checkpoint, message, tag)
         started = time.perf_counter()
         try:
             stdout = await self._run(request)
@@ -135,7 +135,8 @@ class CommandAgent(AgentUnderTest):
         return reply.model_copy(
             update={
                 "latency_s": time.perf_counter() - started,
-                "restored_sha256": restored_sha256,
+                "restored_sha256": restored.restored_sha256,
+                "context": restored.context,
             }
         )
 

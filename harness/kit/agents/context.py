@@ -109,7 +109,8 @@ def context_from_messages(messages: Sequence[Message]) -> list[ContextMessage]:
     return context
 
 
-def _chat_text(content: Any) -> str:
+def chat_text(content: Any) -> str:
+    """The text of an OpenAI-format message's ``content`` (a string or a list of parts)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -137,7 +138,7 @@ def context_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[ContextMess
         role = str(message.get("role", ""))
         if role == "system":
             continue
-        text = "\n".join([_chat_text(message.get("content")), *_chat_calls(message)]).strip()
+        text = "\n".join([chat_text(message.get("content")), *_chat_calls(message)]).strip()
         summary = role == "user" and text.startswith(SUMMARY_MARKER)
         context.append(ContextMessage(role=role, text=text, summary=summary))
     return context
@@ -146,7 +147,7 @@ def context_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[ContextMess
 def boot_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[BootItem]:
     """The system messages of OpenAI-format chat messages, as start-of-session material."""
     return [
-        BootItem(source="system_prompt", text=_chat_text(message.get("content")))
+        BootItem(source="system_prompt", text=chat_text(message.get("content")))
         for message in messages
         if message.get("role") == "system"
     ]

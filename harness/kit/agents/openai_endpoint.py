@@ -119,6 +119,7 @@ class OpenAIEndpointAgent(AgentUnderTest):
             update={
                 "latency_s": time.perf_counter() - started,
                 "restored_sha256": restored.restored_sha256,
+                "context": restored.context,
             }
         )
 

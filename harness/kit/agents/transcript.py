@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from harness.kit.agents.base import RestorePoint, ToolCallRecord
+from harness.kit.agents.context import ProbeContext, chat_probe_context
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.profiles import resolve_profile
 from runtime.session import Session
@@ -32,6 +33,12 @@ class RestoredContext(BaseModel):
 
     messages: list[OpenAIMessage]
     restored_sha256: str
+
+    @property
+    def context(self) -> ProbeContext:
+        """What the agent is given before its probe message: the transcript's messages as its
+        active context, its system prompt as start-of-session material."""
+        return chat_probe_context(self.messages)
 
 
 def system_text(session: Session) -> str:

@@ -30,6 +30,7 @@ from harness.kit.agents.base import (
     RestorePoint,
     ToolCallRecord,
 )
+from harness.kit.agents.context import ProbeContext, chat_text, context_from_chat
 from harness.kit.agents.openclaw.config import ANSWER_MODEL, MCP_SERVER
 from harness.kit.agents.openclaw.endpoint import SessionIdentity
 from harness.kit.agents.openclaw.errors import OpenClawError
@@ -42,6 +43,7 @@ from harness.kit.agents.openclaw.state import (
     copy_memory,
     history_digest,
     is_memory_path,
+    openclaw_boot,
     read_openclaw_checkpoint,
 )
 from harness.kit.attribution import AttributedAgent
@@ -58,32 +60,70 @@ def probe_session(tag: str) -> str:
     return f"p-{tag.lower()}-{uuid.uuid4().hex[:8]}"
 
 
+def tool_results(request: RequestRecord | None) -> list[str | None]:
+    """The tool results a request hands back to the model (its trailing ``tool`` messages),
+    in order; empty when the request or its messages are unknown."""
+    if request is None or not request.request_messages:
+        return []
+    trailing: list[str | None] = []
+    for message in reversed(request.request_messages):
+        if message.get("role") != "tool":
+            break
+        trailing.append(chat_text(message.get("content")))
+    return trailing[::-1]
+
+
 def reported_calls(requests: list[RequestRecord]) -> list[ToolCallRecord]:
     """The answering model's tool calls, MCP names without OpenClaw's ``mirage__`` prefix; a
-    call counts as executed when OpenClaw went back to the model after it."""
+    call counts as executed when OpenClaw went back to the model after it, and its result is
+    what that next request handed back (in order)."""
     calls = []
     for position, request in enumerate(requests):
-        executed = position + 1 < len(requests)
-        for call in request.tool_calls:
+        following = requests[position + 1] if position + 1 < len(requests) else None
+        results = tool_results(following)
+        for index, call in enumerate(request.tool_calls):
             calls.append(
                 ToolCallRecord(
                     name=call.name.removeprefix(MCP_PREFIX),
                     arguments=dict(call.arguments),
                     label="ok",
-                    executed=executed,
+                    executed=following is not None,
+                    result_text=results[index] if index < len(results) else None,
                 )
             )
     return calls
 
 
+def probe_context(requests: list[RequestRecord]) -> ProbeContext:
+    """What OpenClaw's first model request of the probe carried before the probe message: its
+    restored history (the active context) and its system prompt, split into the bootstrap
+    files OpenClaw injected (``openclaw_boot``). Unavailable when no request was seen."""
+    messages = requests[0].request_messages if requests else None
+    if not messages:
+        return ProbeContext.missing("OpenClaw sent no model request for the probe")
+    history = messages[:-1] if messages[-1].get("role") == "user" else messages
+    boot = [
+        item
+        for message in history
+        if message.get("role") == "system"
+        for item in openclaw_boot(chat_text(message.get("content")))
+    ]
+    return ProbeContext(
+        source="openclaw_session",
+        messages=tuple(context_from_chat(history)),
+        boot=tuple(boot),
+    )
+
+
 def own_memory_reads(calls: list[ToolCallRecord]) -> list[ToolCallRecord]:
-    """OpenClaw's ``memory_search`` (its index holds memory files only) and ``memory_get`` of a
-    memory path: what the paper counts as tool retrieval besides the memory server."""
+    """OpenClaw's ``memory_search`` (its index holds memory files only) and ``memory_get`` or
+    ``read`` of a memory path: what the paper counts as tool retrieval besides the memory
+    server."""
     return [
         c
         for c in calls
         if c.name == "memory_search"
-        or (c.name == "memory_get" and is_memory_path(c.arguments.get("path")))
+        or (c.name in {"memory_get", "read"} and is_memory_path(c.arguments.get("path")))
     ]
 
 
@@ -167,6 +207,7 @@ class OpenClawAgent(AgentUnderTest):
             latency_s=latency,
             error=error,
             restored_sha256=restored_digest(state.memory_sha256, requests),
+            context=probe_context(requests),
             trace=trace,
         )
 

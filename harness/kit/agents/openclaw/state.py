@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from harness.kit.agents.context import BootItem
 from harness.kit.agents.openclaw.errors import OpenClawError
 
 MEMORY_FILE = "MEMORY.md"
@@ -28,6 +29,9 @@ TRUNK_SESSION = "trunk"
 MEMORY_COPY = "agent-memory"
 """The folder of a checkpoint holding its copy of OpenClaw's memory files."""
 RUNTIME_LINE = re.compile(r"^Runtime: .*$", re.MULTILINE)
+BOOT_FILE_HEADING = re.compile(r"^#{2,3} (?:\S*/)?([\w.-]+\.md)\s*$", re.MULTILINE)
+"""A heading naming a workspace file (``## /home/…/MEMORY.md``): OpenClaw's system prompt
+injects each bootstrap file (AGENTS.md, SOUL.md, MEMORY.md, …) under one."""
 """OpenClaw's first user message carries the session key and id of each fork on this line."""
 
 
@@ -96,6 +100,17 @@ def is_memory_path(path: object) -> bool:
         return False
     clean = path.split("#", 1)[0].lstrip("./")
     return clean == MEMORY_FILE or clean.startswith(f"{MEMORY_DIR}/")
+
+
+def openclaw_boot(system_prompt: str) -> list[BootItem]:
+    """OpenClaw's system prompt as start-of-session material: each injected file under its
+    heading (``source`` its file name, e.g. ``MEMORY.md``), the rest as ``system_prompt``."""
+    headings = list(BOOT_FILE_HEADING.finditer(system_prompt))
+    starts = [h.start() for h in headings] + [len(system_prompt)]
+    items = [BootItem(source="system_prompt", text=system_prompt[: starts[0]])]
+    for heading, end in zip(headings, starts[1:], strict=True):
+        items.append(BootItem(source=heading.group(1), text=system_prompt[heading.end() : end]))
+    return [item for item in items if item.text.strip()]
 
 
 def history_digest(request_messages: list[dict[str, Any]] | None) -> str | None:
