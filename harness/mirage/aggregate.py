@@ -153,6 +153,8 @@ class GroundingSummary(BaseModel):
     """GC and VC (pooled over runs: a group may be empty in a run) of the parsed answerable
     probes of one group, with their counts so a reader can check them."""
 
+    n: int
+    """Recorded probes of the group (PF included)."""
     parsed_answerable: int
     GC_k: int
     VC_k: int
@@ -165,6 +167,7 @@ class GroundingSummary(BaseModel):
         gc = _percent(counts.GC, counts.parsed_answerable)
         vc = _percent(counts.VC, counts.parsed_answerable)
         return cls(
+            n=counts.n,
             parsed_answerable=counts.parsed_answerable,
             GC_k=counts.GC,
             VC_k=counts.VC,
@@ -179,7 +182,6 @@ class PathSummary(GroundingSummary):
     R_tool), its probes over all runs, and GC, VC and OG of its parsed answerable probes."""
 
     share: float | None
-    n: int
 
 
 class CellSummary(BaseModel):
@@ -361,7 +363,6 @@ def _cell_summary(runs: dict[int, Counts], pooled: Counts) -> CellSummary:
     paths = {
         path: PathSummary(
             share=mean([c.path_share(path) for c in scored]),
-            n=pooled.paths[path].n,
             **GroundingSummary.of(pooled.paths[path]).model_dump(),
         )
         for path in RETRIEVAL_PATHS

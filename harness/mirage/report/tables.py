@@ -118,6 +118,7 @@ def _share(value: float | None, n: int) -> str:
 
 def _grounding(cell: GroundingSummary) -> list[str]:
     return [
+        str(cell.n),
         str(cell.parsed_answerable),
         f"{fmt(cell.GC)} ({cell.GC_k})",
         f"{fmt(cell.VC)} ({cell.VC_k})",
@@ -146,10 +147,11 @@ def path_grounding_table(agg: Aggregate) -> str:
         for state, conds in agg.states.items()
         for cond, cell in conds.items()
         for path, p in cell.paths.items()
-        if p.parsed_answerable
+        if p.n
     ]
     return markdown_table(
-        ["Cond.", "State", "Path", "parsed answerable", "GC % (k)", "VC % (k)", "OG"], rows
+        ["Cond.", "State", "Path", "probes", "parsed answerable", "GC % (k)", "VC % (k)", "OG"],
+        rows,
     )
 
 
@@ -191,7 +193,17 @@ def visibility_gc_table(agg: Aggregate) -> str:
         for visibility, cell in seen.by_class[cond].items():
             rows.append([cond, "all states", VISIBILITY_LABELS[visibility], *_grounding(cell)])
     return markdown_table(
-        ["Cond.", "State", "Visibility", "parsed answerable", "GC % (k)", "VC % (k)", "OG"], rows
+        [
+            "Cond.",
+            "State",
+            "Visibility",
+            "answerable probes",
+            "parsed",
+            "GC % (k)",
+            "VC % (k)",
+            "OG",
+        ],
+        rows,
     )
 
 
