@@ -360,7 +360,7 @@ def _cell_summary(runs: dict[int, Counts], pooled: Counts) -> CellSummary:
     scored = [c for c in runs.values() if c.n]
     rates = {m: mean([c.rate(m) for c in scored]) for m in PROPORTIONS}
     vc, gc = rates["VC"], rates["GC"]
-    paths = {
+    paths: dict[str, PathSummary] = {
         path: PathSummary(
             share=mean([c.path_share(path) for c in scored]),
             **GroundingSummary.of(pooled.paths[path]).model_dump(),
