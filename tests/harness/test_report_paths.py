@@ -192,3 +192,33 @@ def test_a_report_without_a_map_says_so(tmp_path: Path) -> None:
     assert "Not available: the run wrote no visibility.json" in files.report.read_text()
     assert "visibility" not in json.loads(files.summary.read_text())
     assert visibility_grid(aggregate([])).startswith("Not available")
+
+
+def test_an_openclaw_checkpoint_is_not_available_with_the_reason(tmp_path: Path) -> None:
+    """An OpenClaw checkpoint names a session in OpenClaw's store and holds no context: its
+    state gets the reason, never a guessed class; a damaged snapshot gets its error."""
+    from harness.kit.agents.openclaw.state import OpenClawCheckpoint
+    from harness.mirage.checkpoints import Checkpoint, CheckpointManifest
+    from harness.mirage.visibility import checkpoint_visibility
+    from memory_server.workspace import Workspace
+
+    claw = OpenClawCheckpoint(
+        session="agent:main:s2", memory_sha256="0" * 64, eit=9000, compaction_count=1,
+        openclaw_version="2026.1.1",
+    )  # fmt: skip
+    (tmp_path / "S2").mkdir()
+    (tmp_path / "S2" / "openclaw-checkpoint.json").write_text(claw.model_dump_json())
+    (tmp_path / "S1" / "x.session").parent.mkdir()
+    (tmp_path / "S1" / "x.session").write_text("not a snapshot")
+    workspace = Workspace.open(tmp_path / "ws", create=True)
+    for state, name in (("S2", "openclaw-checkpoint.json"), ("S1", "x.session")):
+        manifest = CheckpointManifest.model_construct(
+            state=state, snapshot=name, compaction_count=1, workspace_version=None
+        )
+        point = Checkpoint.model_construct(directory=tmp_path / state, manifest=manifest)
+        seen = checkpoint_visibility(state, point, workspace, KEYWORDS)
+        assert seen.artifacts == {} and seen.unavailable
+        if state == "S2":
+            assert "OpenClaw session 'agent:main:s2'" in seen.unavailable
+        else:
+            assert "not a mirage session snapshot" in seen.unavailable
