@@ -49,7 +49,7 @@ async def shares(
         trunk_turns_total=1,
         workspace_version=None,
     )
-    gold = Gold(answerable="NO")
+    gold = Gold(answerable="NO", artifact="shard_map")  # the artifact the questions are about
     asked = [(f"q{n}", f"Which shard held batch {n}?", gold) for n in range(questions)]
     tasks = list(plan_probes({"S1-d80k": checkpoint}, asked, ["C0", "Cm"], 1))
     backbone = LiteLLMBackbone(model, api_base=base, api_key="k", max_output_tokens=64)

@@ -93,8 +93,8 @@ METRICS: tuple[Metric, ...] = (
            "all recorded answerable probes (PF included, contributing 0)", "percent",
            numerator="mirages", denominator="recorded_answerable"),
     Metric("OG", "cell", "VC − GC of the cell", "(in points)", "points"),
-    Metric("R_tool", "cell", "probes with `path = R_tool`", "all recorded probes", "percent",
-           numerator="r_tool", denominator="n"),
+    Metric("R_tool", "cell", "probes with `path = R_tool` (the four-way label)",
+           "all recorded probes", "percent", numerator="r_tool", denominator="n"),
     Metric("R_none", "cell", "probes with `path = R_none`: no access path to the artifact",
            "all recorded probes", "percent", numerator="r_none", denominator="n"),
     Metric("VC_R_none", "cell", "answerable probes with VC = 1 and `path = R_none`: the right "

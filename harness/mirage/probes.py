@@ -1,5 +1,7 @@
 """The probe loop of Algorithm 1: for every state × condition × question × repeat, one fresh
-restore, one probe turn, one scored record appended to ``results.jsonl``.
+restore, one probe turn, one scored record appended to ``results.jsonl``, its retrieval path
+classified (``records.path_fields``) from what the agent reports the probe had
+(``ProbeReply.context``) and the turn's calls.
 
 Order is state-major (then condition, question, repeat) so a local model's KV cache keeps the
 checkpoint's prefix between consecutive probes; ``concurrency`` workers take probes in that
@@ -18,7 +20,13 @@ from harness.kit.agents.base import AgentUnderTest, ProbeReply
 from harness.kit.results import ResultsLog
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.protocol import Condition
-from harness.mirage.records import ProbeRecord, RecordKey, build_record, provider_error_record
+from harness.mirage.records import (
+    ProbeRecord,
+    RecordKey,
+    build_record,
+    path_fields,
+    provider_error_record,
+)
 from harness.mirage.scoring import Gold, ScoringProfile, SourceResolver
 
 log = structlog.get_logger(__name__)
@@ -72,8 +80,9 @@ def record_for(
         "tag": task.tag,
         "trace": reply.trace,
     }
-    if reply.error is not None:
-        return provider_error_record(task.key, task.gold, reply.error, profile, **extra)
+    if reply.error is not None:  # no turn: its path is what its context alone gave
+        paths = path_fields(task.gold, [], reply.context)
+        return provider_error_record(task.key, task.gold, reply.error, profile, **extra, **paths)
     calls = [call.model_dump() for call in reply.tool_calls]
     return build_record(
         task.key,

@@ -608,6 +608,7 @@ class MirageRun:
 
         self.check_resumable()
         self._check_models()
+        self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
         index = self.prepare_workspace()

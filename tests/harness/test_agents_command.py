@@ -62,6 +62,9 @@ async def test_request_and_reply(
     assert request.checkpoint.state == "S2" and request.checkpoint.compaction_count == 1
     assert Path(request.checkpoint.snapshot).is_file()
     assert request.transcript[1]["content"].startswith("[Summary of earlier conversation]")
+    assert reply.context is not None and reply.context.messages is not None
+    assert reply.context.messages[0].text == request.transcript[1]["content"]
+    assert len(reply.context.messages) == len(request.transcript) - 1  # the system prompt is boot
 
 
 @pytest.mark.parametrize(

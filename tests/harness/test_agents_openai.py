@@ -64,6 +64,13 @@ async def test_restore_sends_the_compacted_transcript_and_the_probe_urls(
     assert headers["x-mirage-tag"] == "S2.C0.q1.r0"
     assert headers["authorization"] == "Bearer secret"
     assert body["metadata"] == {"mirage_tag": "S2.C0.q1.r0", "mirage_memory_url": url}
+    # what the probe had: the transcript it was sent, without the system prompt and the probe
+    context = reply.context
+    assert context is not None and context.source == "transcript" and context.messages
+    assert [m.role for m in context.messages] == roles[1:-1]
+    assert context.messages[1].text == 'artifact_recall({"query": "invoice"})'
+    assert [b.source for b in context.boot] == ["system_prompt"]
+    assert "Workspace: ./ws" in context.boot[0].text
 
 
 async def test_reported_tool_calls_are_kept(checkpoint: Checkpoint) -> None:

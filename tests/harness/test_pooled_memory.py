@@ -52,7 +52,11 @@ async def test_concurrent_probes_share_connections_and_keep_their_attribution(
     server = build_server(write_workspace(tmp_path / "ws"), transport="streamable-http")
     checkpoint = make_checkpoint(tmp_path / "family")
     questions = [
-        (f"q{n}", f"Question {n}: what was the median rent in city {n}?", Gold(answerable="NO", artifact="chart_1"))
+        (
+            f"q{n}",
+            f"Question {n}: what was the median rent in city {n}?",
+            Gold(answerable="NO", artifact="chart_1"),
+        )
         for n in range(QUESTIONS)
     ]
     tasks = list(plan_probes({"S2": checkpoint}, questions, ["C0", "Cm"], 1))

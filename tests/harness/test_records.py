@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from harness.kit.agents.base import ToolCallRecord
+from harness.kit.agents.context import BootItem, ContextMessage, ProbeContext
 from harness.kit.results import ResultsLog, ResultsLogError, read_records, rewrite_records
 from harness.mirage.records import (
     SCHEMA_VERSION,
@@ -297,3 +298,34 @@ def test_a_newer_schema_is_refused_with_the_line(tmp_path: Path) -> None:
     expected = r"results.jsonl:1: corrupt probe record \(schema_version"
     with pytest.raises(ResultsLogError, match=expected):
         read_records(path, ProbeRecord)
+
+
+def test_the_path_is_four_way_from_what_the_probe_had() -> None:
+    """A probe whose artifact's content is not in its context and that made no call is R_none
+    (the two-way label called it R_context); content in context is R_context; an unknown
+    context never is."""
+    gold = GOLD.model_copy(update={"artifact": "chart_1", "keywords": ("41.2", "Elmbrook")})
+    key = RecordKey("S2", "C0", "q1", 0)
+    summary = ContextMessage(role="user", text="[Compacted] chart_1 was shared", summary=True)
+    gone = ProbeContext(source="restored_session", messages=(summary,))
+    record = build_record(key, REPLY, gold, RESOLVER, context=gone)
+    assert (record.path, record.path_source) == ("R_none", "probe")
+    assert binary_path(record.tool_calls) == "R_context"
+    assert record.path_evidence is not None and record.path_evidence.keywords == [
+        "41.2",
+        "Elmbrook",
+    ]
+    kept = ContextMessage(role="user", text="Elmbrook grew 41.2 kt")
+    here = ProbeContext(source="restored_session", messages=(summary, kept))
+    assert build_record(key, REPLY, gold, RESOLVER, context=here).path == "R_context"
+    unknown = ProbeContext.missing("not readable", boot=[BootItem(source="MEMORY.md", text="x")])
+    assert build_record(key, REPLY, gold, RESOLVER, context=unknown).path == "R_none"
+    boot = ProbeContext.missing("not readable", boot=[BootItem(source="MEMORY.md", text="chart_1")])
+    assert build_record(key, REPLY, gold, RESOLVER, context=boot).path == "R_boot"
+    stored = json.loads(record.model_dump_json())
+    old = {**stored, "schema_version": 2, "path": "R_context"}
+    for field in ("path_evidence", "path_source"):
+        old.pop(field)
+    loaded = ProbeRecord.from_line(json.dumps(old))
+    assert (loaded.path, loaded.path_source) == ("R_context", "binary")
+    assert ProbeRecord.from_line(record.model_dump_json()).path_evidence == record.path_evidence

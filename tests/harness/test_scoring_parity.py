@@ -61,7 +61,7 @@ SHARE = _gold("12%", "string")
 MEMBER = _gold("2021-03-14", "date", PROFILE_UI)  # mirage-core fitness_profile-13
 VALLEY = _gold("Kestrel", "enum")  # mirage-core orchard_harvest-10
 HANDLE = _gold("@trailrunner_maya", "string", PROFILE_UI)  # mirage-core fitness_profile-01
-NO = Gold(answerable="NO")
+NO = Gold(answerable="NO", artifact=CHART)
 
 _PLAIN = "ANSWERABLE=YES\nSOURCE={src}\nANSWER={ans}"
 

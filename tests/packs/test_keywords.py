@@ -17,6 +17,7 @@ from harness.mirage.packs import Pack, load_pack
 from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
+from tests.cli_errors import assert_one_line_error
 from tests.packs.test_import_cli import _reference_bank
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "packs.md"
@@ -157,3 +158,20 @@ def test_import_derives_keywords_and_warns_per_artifact(tmp_path: Path) -> None:
     assert "artifact photo_blank: no text representation, so no content keywords" in result.output
     assert result.exit_code == 2
     assert {a.id: a.keywords for a in pack.spec.artifacts} == derived
+
+
+def test_a_run_whose_question_artifact_has_no_keywords_stops_before_the_trunk(
+    tmp_path: Path,
+) -> None:
+    """Never a silent R_none: the run names the artifact and the pack file before any work."""
+    target = _edited_core(tmp_path, 0, None)
+    spec: dict[str, Any] = yaml.safe_load((target / "pack.yaml").read_text(encoding="utf-8"))
+    for artifact in spec["artifacts"]:
+        artifact.pop("keywords", None)
+    (target / "pack.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    out = tmp_path / "run"
+    command = ["run", "--pack", str(target), "--trunk-model", "scripted", "--limit", "2"]
+    result = CliRunner().invoke(app, [*command, "--out", str(out)])
+    line = assert_one_line_error(result, f"error: {target / 'pack.yaml'}: artifact ", exit_code=2)
+    assert re.search(r"artifact \w+: no keywords; the retrieval path needs", line)
+    assert not (out / "checkpoints").exists()

@@ -30,7 +30,7 @@ class AttributionSummary(BaseModel):
     agent_reported: int = Field(default=0, description="probes whose reply reported tool calls")
     disagreements: int = Field(default=0, description="probes whose report differs from the log")
     path_disagreements: int = Field(
-        default=0, description="probes where the report would flip R_tool/R_context"
+        default=0, description="probes where the report disagrees on whether a retrieval call ran"
     )
     disagreeing_tags: list[str] = Field(default_factory=list)
 
