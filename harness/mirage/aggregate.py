@@ -7,12 +7,14 @@ A run is one repeat (``record.repeat``); like the paper's Table 1 ("each cell is
 three independent runs") every headline rate is the mean of the per-run rates. Per state x
 condition and run: AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over
 parsed unanswerable probes; MI over all recorded answerable probes (PF contributes 0); R_tool,
-and in the cell detail the share of each of the four retrieval paths, over all recorded probes;
+R_none and, per path, its share over all recorded probes; VC_R_none (right value, no access
+path) over parsed answerable probes; GC, VC and OG within each path pooled over runs;
 OG = VC - GC in percentage points. PF is the mean count per run (and the total); n the total
 of recorded probes. Records with a provider error are counted apart and enter no metric.
 Cross-state (per condition): DS and delta_comp from the mean GCs, Ret as the mean per-run
 retention, MI at the deep state, source drift and transitions pooled over runs; and Cm - C0
-deltas per state. All records must come from one scoring profile.
+deltas per state. Given the run's visibility map, GC per visibility class of each probe's
+gold artifact at its state. All records must come from one scoring profile.
 """
 
 from __future__ import annotations
