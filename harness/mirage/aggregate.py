@@ -7,12 +7,14 @@ A run is one repeat (``record.repeat``); like the paper's Table 1 ("each cell is
 three independent runs") every headline rate is the mean of the per-run rates. Per state x
 condition and run: AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over
 parsed unanswerable probes; MI over all recorded answerable probes (PF contributes 0); R_tool,
-and in the cell detail the share of each of the four retrieval paths, over all recorded probes;
+R_none and, per path, its share over all recorded probes; VC_R_none (right value, no access
+path) over parsed answerable probes; GC, VC and OG within each path pooled over runs;
 OG = VC - GC in percentage points. PF is the mean count per run (and the total); n the total
 of recorded probes. Records with a provider error are counted apart and enter no metric.
 Cross-state (per condition): DS and delta_comp from the mean GCs, Ret as the mean per-run
 retention, MI at the deep state, source drift and transitions pooled over runs; and Cm - C0
-deltas per state. All records must come from one scoring profile.
+deltas per state. Given the run's visibility map, GC per visibility class of each probe's
+gold artifact at its state. All records must come from one scoring profile.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from harness.mirage.paths import RETRIEVAL_PATHS
 from harness.mirage.protocol import ProfileName
 from harness.mirage.records import ProbeRecord
 from harness.mirage.scoring.sources import clean_reference
+from harness.mirage.visibility import VISIBILITY_CLASSES, Visibility, VisibilityMap
 
 GROUNDED, UNGROUNDED = "✓", "×"
 
@@ -52,6 +55,28 @@ class StateRoles(BaseModel):
 
 
 @dataclass
+class Grounding:
+    """GC and VC counts of the parsed answerable probes in one group (a path, a visibility
+    class), beside the group's recorded probes."""
+
+    n: int = 0
+    parsed_answerable: int = 0
+    GC: int = 0
+    VC: int = 0
+
+    def add(self, record: ProbeRecord) -> None:
+        self.n += 1
+        if record.gold_answerable == "YES" and not record.pf:
+            self.parsed_answerable += 1
+            self.GC += record.GC or 0
+            self.VC += record.VC or 0
+
+
+def _paths() -> dict[str, Grounding]:
+    return {path: Grounding() for path in RETRIEVAL_PATHS}
+
+
+@dataclass
 class Counts:
     """Numerators and denominators of one cell (or one repeat of a cell)."""
 
@@ -64,13 +89,15 @@ class Counts:
     recorded_answerable: int = 0
     mirages: int = 0
     r_tool: int = 0
+    r_none: int = 0
+    vc_r_none: int = 0
     AC: int = 0
     SC: int = 0
     VC: int = 0
     GC: int = 0
     HR: int = 0
     WS: int = 0
-    paths: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RETRIEVAL_PATHS, 0))
+    paths: dict[str, Grounding] = field(default_factory=_paths)
     path_sources: dict[str, int] = field(default_factory=dict)
 
     def add(self, record: ProbeRecord) -> None:
@@ -79,7 +106,9 @@ class Counts:
             return
         self.n += 1
         self.r_tool += record.path == "R_tool"
-        self.paths[record.path] += 1
+        self.r_none += record.path == "R_none"
+        self.vc_r_none += record.path == "R_none" and record.VC == 1
+        self.paths[record.path].add(record)
         self.path_sources[record.path_source] = self.path_sources.get(record.path_source, 0) + 1
         answerable = record.gold_answerable == "YES"
         self.recorded_answerable += answerable
@@ -100,10 +129,6 @@ class Counts:
             raise KeyError(name)
         return getattr(self, rate.numerator), getattr(self, rate.denominator)
 
-    def path_share(self, path: str) -> float | None:
-        """Percent of the recorded probes whose retrieval path is ``path``."""
-        return 100.0 * self.paths[path] / self.n if self.n else None
-
     def rate(self, metric: str) -> float | None:
         if metric == "OG":
             vc, gc = self.rate("VC"), self.rate("GC")
@@ -111,12 +136,55 @@ class Counts:
         k, n = self.fraction(metric)
         return 100.0 * k / n if n else None
 
+    def path_share(self, path: str) -> float | None:
+        """Percent of the recorded probes whose retrieval path is ``path``."""
+        return 100.0 * self.paths[path].n / self.n if self.n else None
+
 
 def count(records: Iterable[ProbeRecord]) -> Counts:
     counts = Counts()
     for record in records:
         counts.add(record)
     return counts
+
+
+def _percent(k: int, n: int) -> float | None:
+    return 100.0 * k / n if n else None
+
+
+class GroundingSummary(BaseModel):
+    """GC and VC (pooled over runs: a group may be empty in a run) of the parsed answerable
+    probes of one group, with their counts so a reader can check them."""
+
+    n: int
+    """Recorded probes of the group (PF included)."""
+    parsed_answerable: int
+    GC_k: int
+    VC_k: int
+    GC: float | None
+    VC: float | None
+    OG: float | None
+
+    @classmethod
+    def of(cls, counts: Grounding) -> GroundingSummary:
+        gc = _percent(counts.GC, counts.parsed_answerable)
+        vc = _percent(counts.VC, counts.parsed_answerable)
+        return cls(
+            n=counts.n,
+            parsed_answerable=counts.parsed_answerable,
+            GC_k=counts.GC,
+            VC_k=counts.VC,
+            GC=gc,
+            VC=vc,
+            OG=None if gc is None or vc is None else vc - gc,
+        )
+
+
+class PathSummary(GroundingSummary):
+    """One retrieval path within a cell: its share of the recorded probes (mean over runs, as
+    R_tool), its probes over all runs, and GC, VC and OG of its parsed answerable probes."""
+
+    share: float | None
 
 
 class CellSummary(BaseModel):
@@ -133,8 +201,13 @@ class CellSummary(BaseModel):
     MI: float | None
     OG: float | None
     R_tool: float | None
+    R_none: float | None
+    VC_R_none: float | None
     n: int
     runs: int
+    paths: dict[str, PathSummary]
+    path_sources: dict[str, int]
+    """Records per ``path_source``: ``binary`` ones carry an older file's two-way label."""
 
 
 class RunDetail(BaseModel):
@@ -194,6 +267,50 @@ class CrossStateDetail(BaseModel):
     transitions_shared: int
 
 
+class VisibilitySummary(BaseModel):
+    """The visibility map as a report shows it: state -> artifact -> class, the states whose
+    context was not readable (with the reason), and GC of the parsed answerable probes per
+    class: per condition and state, and per condition over all states."""
+
+    artifacts: list[str]
+    grid: dict[str, dict[str, Visibility]]
+    unavailable: dict[str, str]
+    by_state: dict[str, dict[str, dict[str, GroundingSummary]]]
+    by_class: dict[str, dict[str, GroundingSummary]]
+
+
+def visibility_summary(records: Iterable[ProbeRecord], found: VisibilityMap) -> VisibilitySummary:
+    """GC per visibility class: each scored probe joins the class of its gold artifact at its
+    state (probes of a state the map lacks or could not read join none)."""
+    by_state: dict[str, dict[str, dict[str, Grounding]]] = defaultdict(dict)
+    by_class: dict[str, dict[str, Grounding]] = defaultdict(dict)
+    for record in records:
+        artifact = None if record.gold is None else record.gold.artifact or record.gold.source
+        seen = found.of(record.state, artifact)
+        if seen is None or not record.scored or record.gold_answerable != "YES":
+            continue
+        by_state[record.condition].setdefault(record.state, {}).setdefault(seen, Grounding())
+        by_state[record.condition][record.state][seen].add(record)
+        by_class[record.condition].setdefault(seen, Grounding()).add(record)
+
+    def ordered(groups: dict[str, Grounding]) -> dict[str, GroundingSummary]:
+        return {c: GroundingSummary.of(groups[c]) for c in VISIBILITY_CLASSES if c in groups}
+
+    artifacts: list[str] = []
+    for state in found.states.values():
+        artifacts += [a for a in state.artifacts if a not in artifacts]
+    return VisibilitySummary(
+        artifacts=artifacts,
+        grid=found.grid(),
+        unavailable={s: v.unavailable for s, v in found.states.items() if v.unavailable},
+        by_state={
+            cond: {state: ordered(groups) for state, groups in states.items()}
+            for cond, states in sorted(by_state.items())
+        },
+        by_class={cond: ordered(groups) for cond, groups in sorted(by_class.items())},
+    )
+
+
 class Aggregate(BaseModel):
     scoring: ProfileName | None
     runs: int
@@ -203,9 +320,12 @@ class Aggregate(BaseModel):
     cells: dict[str, dict[str, CellDetail]]
     cross_state: dict[str, CrossStateDetail]
     deltas: dict[str, dict[str, float | None]]
+    visibility: VisibilitySummary | None = None
 
     def summary(self) -> dict[str, object]:
-        """The ``summary.json`` shape: issue 7's, plus the scoring profile and the run count."""
+        """The ``summary.json`` shape: issue 7's, plus the scoring profile, the run count and
+        (when the run mapped its checkpoints) the visibility grid with GC per class."""
+        visibility = {} if self.visibility is None else {"visibility": self.visibility.model_dump()}
         return {
             "scoring": self.scoring,
             "runs": self.runs,
@@ -214,6 +334,7 @@ class Aggregate(BaseModel):
                 for state, conds in self.states.items()
             },
             "diagnostics": {cond: d.model_dump() for cond, d in self.diagnostics.items()},
+            **visibility,
         }
 
 
@@ -238,10 +359,17 @@ def _by_run(records: Iterable[ProbeRecord]) -> dict[int, list[ProbeRecord]]:
     return dict(sorted(runs.items()))
 
 
-def _cell_summary(runs: dict[int, Counts]) -> CellSummary:
+def _cell_summary(runs: dict[int, Counts], pooled: Counts) -> CellSummary:
     scored = [c for c in runs.values() if c.n]
     rates = {m: mean([c.rate(m) for c in scored]) for m in PROPORTIONS}
     vc, gc = rates["VC"], rates["GC"]
+    paths: dict[str, PathSummary] = {
+        path: PathSummary(
+            share=mean([c.path_share(path) for c in scored]),
+            **GroundingSummary.of(pooled.paths[path]).model_dump(),
+        )
+        for path in RETRIEVAL_PATHS
+    }
     return CellSummary(
         **rates,
         OG=None if vc is None or gc is None else vc - gc,
@@ -249,6 +377,8 @@ def _cell_summary(runs: dict[int, Counts]) -> CellSummary:
         PF_total=sum(c.pf for c in runs.values()),
         n=sum(c.n for c in runs.values()),
         runs=len(scored),
+        paths=paths,
+        path_sources=dict(sorted(pooled.path_sources.items())),
     )
 
 
@@ -267,20 +397,15 @@ def _run_detail(repeat: int, counts: Counts) -> RunDetail:
     )
 
 
-def _path_shares(runs: dict[int, Counts]) -> dict[str, float | None]:
-    scored = [c for c in runs.values() if c.n]
-    return {path: mean([c.path_share(path) for c in scored]) for path in RETRIEVAL_PATHS}
-
-
-def _cell_detail(runs: dict[int, Counts], pooled: Counts) -> CellDetail:
+def _cell_detail(runs: dict[int, Counts], pooled: Counts, summary: CellSummary) -> CellDetail:
     return CellDetail(
         parsed=pooled.parsed,
         parsed_answerable=pooled.parsed_answerable,
         parsed_unanswerable=pooled.parsed_unanswerable,
         recorded_answerable=pooled.recorded_answerable,
         provider_errors=pooled.provider_errors,
-        path=_path_shares(runs),
-        path_sources=dict(sorted(pooled.path_sources.items())),
+        path={path: cell.share for path, cell in summary.paths.items()},
+        path_sources=summary.path_sources,
         intervals_pooled=_intervals(pooled),
         runs=[_run_detail(repeat, counts) for repeat, counts in runs.items()],
         repeats={m: spread([c.rate(m) for c in runs.values() if c.n]) for m in RATE_METRICS},
@@ -395,8 +520,13 @@ def scoring_profile(records: Sequence[ProbeRecord]) -> ProfileName | None:
     return profiles[0] if profiles else None
 
 
-def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -> Aggregate:
-    """Every table, diagnostic and figure input of a report, from indicator fields only."""
+def aggregate(
+    records: Iterable[ProbeRecord],
+    roles: StateRoles | None = None,
+    visibility: VisibilityMap | None = None,
+) -> Aggregate:
+    """Every table, diagnostic and figure input of a report, from indicator fields only (and,
+    given the run's ``visibility`` map, GC per visibility class)."""
     roles = roles or StateRoles()
     records = list(records)
     grouped = group_records(records, roles)
@@ -405,9 +535,10 @@ def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -
     for state, conds in grouped.items():
         for condition, cell_records in conds.items():
             runs = {repeat: count(rs) for repeat, rs in _by_run(cell_records).items()}
-            summary = _cell_summary(runs)
+            pooled = count(cell_records)
+            summary = _cell_summary(runs, pooled)
             states.setdefault(state, {})[condition] = summary
-            detail = _cell_detail(runs, count(cell_records))
+            detail = _cell_detail(runs, pooled, summary)
             cells.setdefault(state, {})[condition] = detail
     conditions = sorted({c for conds in grouped.values() for c in conds})
     cross = {c: _cross_state(grouped, c, roles) for c in conditions}
@@ -421,4 +552,5 @@ def aggregate(records: Iterable[ProbeRecord], roles: StateRoles | None = None) -
         cells=cells,
         cross_state=cross,
         deltas=_deltas(states),
+        visibility=None if visibility is None else visibility_summary(records, visibility),
     )

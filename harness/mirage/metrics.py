@@ -95,6 +95,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("OG", "cell", "VC − GC of the cell", "(in points)", "points"),
     Metric("R_tool", "cell", "probes with `path = R_tool` (the four-way label)",
            "all recorded probes", "percent", numerator="r_tool", denominator="n"),
+    Metric("R_none", "cell", "probes with `path = R_none`: no access path to the artifact",
+           "all recorded probes", "percent", numerator="r_none", denominator="n"),
+    Metric("VC_R_none", "cell", "answerable probes with VC = 1 and `path = R_none`: the right "
+           "value with no access path", _ANSWERABLE, "percent", label="VC∧R_none",
+           numerator="vc_r_none", denominator="parsed_answerable"),
     Metric("n", "cell", "recorded probes", "— (over all runs)", "count"),
     Metric("DS", "cross", "100 · (GC_d0 − GC_deep) / GC_d0 from the cells' mean GCs",
            "GC at d0", "percent"),

@@ -528,8 +528,10 @@ class MirageRun:
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
     ) -> Path:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state;
-        the compaction summaries of the states go to ``summaries.json`` for the report."""
+        the compaction summaries of the states go to ``summaries.json`` and the visibility map
+        of the checkpoints to ``visibility.json``, for the report."""
         from harness.mirage.report.formats import collect_summaries, write_summaries
+        from harness.mirage.visibility import write_run_visibility
 
         with memory_endpoint(
             self.workspace,
@@ -541,6 +543,7 @@ class MirageRun:
             agent.bind_memory(memory.tagged_url)
             model_dir.mkdir(parents=True, exist_ok=True)
             write_summaries(model_dir, collect_summaries(checkpoints))
+            write_run_visibility(model_dir, checkpoints, self.workspace, self.pack)
             try:
                 await self.probe_states(agent, model_dir, checkpoints, memory)
             finally:

@@ -17,11 +17,17 @@ pack's keywords per artifact.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.kit.agents.openclaw.errors import OpenClawError
+from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
+from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.keywords import MIN_MATCHES, matched, threshold
+from harness.mirage.packs.pack import Pack
 from harness.mirage.paths import (
     ContextEvidence,
     ContextMessage,
@@ -31,9 +37,14 @@ from harness.mirage.paths import (
 )
 from memory_server.workspace import Workspace
 from runtime.session import Session
+from runtime.snapshot import SnapshotError, load_snapshot
+
+VISIBILITY_FILE = "visibility.json"
+"""Written by ``mirage run`` into each result folder, once per run, beside ``summaries.json``."""
 
 Visibility = Literal["verbatim", "summary_only", "notes_only", "nowhere"]
 VISIBILITY_CLASSES: tuple[Visibility, ...] = ("verbatim", "summary_only", "notes_only", "nowhere")
+log = structlog.get_logger(__name__)
 
 
 class _Frozen(BaseModel):
@@ -67,7 +78,10 @@ class StateVisibility(_Frozen):
     compaction_count: int
     messages: int
     notes: list[str] = Field(default_factory=list, description="note files read")
-    artifacts: dict[str, ArtifactVisibility]
+    artifacts: dict[str, ArtifactVisibility] = Field(default_factory=dict)
+    unavailable: str | None = Field(
+        default=None, description="why the checkpoint's context could not be read (no artifacts)"
+    )
 
 
 class VisibilityMap(BaseModel):
@@ -84,6 +98,12 @@ class VisibilityMap(BaseModel):
             name: {artifact: seen.visibility for artifact, seen in state.artifacts.items()}
             for name, state in self.states.items()
         }
+
+    def of(self, state: str, artifact_id: str | None) -> Visibility | None:
+        """The class of ``artifact_id`` at ``state`` (None: not mapped or not available)."""
+        seen = self.states.get(state)
+        found = None if seen is None or artifact_id is None else seen.artifacts.get(artifact_id)
+        return None if found is None else found.visibility
 
 
 def note_evidence(notes: Sequence[Note], keywords: Sequence[str]) -> list[NoteHit]:
@@ -155,3 +175,78 @@ def workspace_notes(workspace: Workspace, version: str | None = None) -> list[No
         Note(path=path, text=workspace.read_bytes(path, version).decode("utf-8", errors="replace"))
         for path in paths
     ]
+
+
+def unreadable_reason(checkpoint: Checkpoint, error: Exception) -> str:
+    """Why a checkpoint's active context cannot be read, in one line."""
+    try:
+        claw = read_openclaw_checkpoint(checkpoint.snapshot_path)
+    except OpenClawError:
+        return f"{checkpoint.snapshot_path}: {error}"
+    return (
+        f"OpenClaw checkpoint: the active context is OpenClaw session {claw.session!r} in "
+        "OpenClaw's own store, which the checkpoint does not hold"
+    )
+
+
+def checkpoint_visibility(
+    state: str,
+    checkpoint: Checkpoint,
+    workspace: Workspace,
+    keywords: Mapping[str, Sequence[str]],
+) -> StateVisibility:
+    """``state_visibility`` of a checkpoint (its restored snapshot and the workspace notes at its
+    ``workspace_version``); a checkpoint whose context is not a readable session snapshot (an
+    OpenClaw one) gives a state marked ``unavailable`` with the reason, never a guess."""
+    try:
+        session = load_snapshot(checkpoint.snapshot_path)
+    except SnapshotError as exc:
+        return StateVisibility(
+            state=state,
+            compaction_count=checkpoint.compaction_count,
+            messages=0,
+            unavailable=unreadable_reason(checkpoint, exc),
+        )
+    notes = workspace_notes(workspace, checkpoint.workspace_version)
+    return state_visibility(state, session, notes, keywords)
+
+
+def visibility_map(
+    checkpoints: Mapping[str, Checkpoint],
+    workspace: Workspace,
+    keywords: Mapping[str, Sequence[str]],
+) -> VisibilityMap:
+    """Every checkpoint (record state -> checkpoint) and every artifact in ``keywords``."""
+    found = VisibilityMap()
+    for state, checkpoint in checkpoints.items():
+        found.add(checkpoint_visibility(state, checkpoint, workspace, keywords))
+    return found
+
+
+def write_visibility(directory: Path, found: VisibilityMap) -> Path:
+    path = directory / VISIBILITY_FILE
+    path.write_text(found.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_visibility(directory: Path) -> VisibilityMap | None:
+    """``visibility.json`` of a result folder; None when the run wrote none (a bad file is
+    logged, not fatal: no number of Table 1 depends on it)."""
+    path = directory / VISIBILITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return VisibilityMap.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        log.warning("visibility.unreadable", path=str(path), error=str(exc).splitlines()[0])
+        return None
+
+
+def write_run_visibility(
+    directory: Path, checkpoints: Mapping[str, Checkpoint], workspace: Path, pack: Pack
+) -> Path:
+    """The visibility map of a run's checkpoints for every artifact of ``pack``, written into
+    the result folder ``directory`` (``mirage run`` calls it once per answerer)."""
+    keywords = {artifact_id: pack.keywords(artifact_id) for artifact_id in pack.artifacts}
+    found = visibility_map(checkpoints, Workspace.open(workspace), keywords)
+    return write_visibility(directory, found)

@@ -151,7 +151,8 @@ def test_summary_has_the_issue_shape_with_profile_and_runs() -> None:
     assert (summary["scoring"], summary["runs"]) == ("paper", 1)
     cell = summary["states"]["S1-d0"]["C0"]  # type: ignore[index]
     assert set(cell) == {
-        "AC", "SC", "VC", "GC", "HR", "WS", "PF", "PF_total", "MI", "OG", "R_tool", "n", "runs",
+        "AC", "SC", "VC", "GC", "HR", "WS", "PF", "PF_total", "MI", "OG", "R_tool", "R_none",
+        "VC_R_none", "n", "runs", "paths", "path_sources",
     }  # fmt: skip
     assert set(summary["diagnostics"]["C0"]) == {"DS", "delta_comp", "Ret", "MI_d80k"}  # type: ignore[index]
 

@@ -55,10 +55,19 @@ def test_every_legend_entry_looks_like_bars_on_the_figure() -> None:
         assert "n" in ax.get_title() or "n=" in "".join(t.get_text() for t in legend.get_texts())
 
 
-def test_path_composition_legend_shows_both_conditions_and_both_paths() -> None:
+def test_path_composition_stacks_the_four_paths() -> None:
+    """C0 probes made no call and reported no context: R_none; Cm probes recalled: R_tool.
+    Each bar is four stacked segments summing to 100 in priority order."""
     ax = path_composition({"": _aggregate(GROUNDED)}).axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["C0", "Cm", "R_context (solid)", "R_tool (hatched)"]
+    assert labels == ["R_context", "R_boot", "R_tool", "R_none"]
+    bars = len(ax.get_xticks())
+    assert bars == 6  # (C0, Cm) x three states
+    segments = [ax.patches[i * bars:(i + 1) * bars] for i in range(4)]  # fmt: skip
+    heights = [[p.get_height() for p in path] for path in segments]
+    assert heights[3][:3] == [100.0] * 3 and heights[2][3:] == [100.0] * 3  # R_none / R_tool
+    assert [sum(column) for column in zip(*heights, strict=True)] == [100.0] * bars
+    assert [p.get_y() for p in segments[3][:3]] == [0.0] * 3  # nothing below R_none at C0
 
 
 def test_an_undefined_value_is_a_gap_not_a_zero() -> None:

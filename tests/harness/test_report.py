@@ -83,8 +83,12 @@ def test_write_report_files(run_dir: Path) -> None:
                 "MI",
                 "OG",
                 "R_tool",
+                "R_none",
+                "VC_R_none",
                 "n",
                 "runs",
+                "paths",
+                "path_sources",
             }
             assert cell["n"] == 6 and cell["runs"] == 2
     assert set(summary["diagnostics"]["C0"]) == {"DS", "delta_comp", "Ret", "MI_d80k"}

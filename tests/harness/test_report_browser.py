@@ -136,3 +136,54 @@ async def test_pages_of_a_real_two_answerer_run(browser: Any, tmp_path: Path) ->
     assert "Retrieval path: R_tool" in detail and "artifact_recall" in detail and '"hits"' in detail
     browser.save_screenshot(str(tmp_path / "real-run-probe.png"))
     assert _errors(browser) == []
+
+
+async def test_visibility_grid_and_path_evidence_of_a_real_scripted_run(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A real scripted-trunk run (its summarizer keeps no artifact): the visibility map of its
+    checkpoints is in report.md and report.html; at S2 every artifact is nowhere, so a C0
+    probe that made no call is R_none, and its evidence says so on the page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from harness.mirage.config import RunConfig
+    from harness.mirage.run import MirageRun
+    from harness.mirage.visibility import VISIBILITY_FILE, VisibilityMap
+    from runtime.backbones.scripted import FunctionBackbone
+    from tests.harness.test_run_e2e import oracle, summary
+
+    config = RunConfig(
+        models=["oracle"], trunk_model="scripted", summarizer_model="summarizer", limit=2,
+        out=tmp_path / "run",
+    )  # fmt: skip
+    backbones = {
+        "oracle": FunctionBackbone(oracle, model="oracle", context_window=8192),
+        "summarizer": FunctionBackbone(summary, model="summarizer"),
+    }
+    run = MirageRun(config, backbones=backbones)
+    [folder] = await run.execute()
+    found = VisibilityMap.model_validate_json((folder / VISIBILITY_FILE).read_bytes())
+    artifacts = list(run.pack.artifacts)
+    assert list(found.states) == ["S1-d0", "S1-d50k", "S1-d80k", "S2"]
+    assert found.grid()["S1-d0"] == dict.fromkeys(artifacts, "verbatim")
+    assert found.grid()["S2"] == dict.fromkeys(artifacts, "nowhere")
+    report = (folder / "report.md").read_text()
+    assert "| State | " + " | ".join(artifacts) + " |" in report
+    assert "| S2 | " + " | ".join(["nowhere"] * len(artifacts)) + " |" in report
+    cell = run.reports[0].aggregate.states["S2"]["C0"]
+    assert cell.R_none == 100.0 and cell.VC_R_none == 100.0  # right, with no access path
+
+    browser.get((folder / "report.html").as_uri())
+    cells = browser.find_elements(By.CSS_SELECTOR, "table.visibility td.v-nowhere")
+    assert len(cells) == len(artifacts)  # the S2 row
+    Select(browser.find_element(By.ID, "filter-path")).select_by_value("R_none")
+    Select(browser.find_element(By.ID, "filter-condition")).select_by_value("C0")
+    rows = _rows(browser)
+    assert rows and all(" S2 " in f" {r.text} " for r in rows)
+    rows[0].click()
+    reason = browser.find_element(By.ID, "path-reason").text
+    assert reason.startswith("R_none: 0 of ") and "no retrieval call" in reason
+    assert "nowhere" in browser.find_element(By.ID, "path-evidence").text
+    browser.save_screenshot(str(tmp_path / "visibility.png"))
+    assert _errors(browser) == []

@@ -147,6 +147,7 @@ def load_openclaw_family(family_dir: Path, states: list[str]) -> dict[str, Check
 async def run_openclaw(run: MirageStages, index: Any) -> Path:
     """Trunk (or the reused family) and every probe of OpenClaw; returns the result folder."""
     from harness.kit.memory import memory_endpoint
+    from harness.mirage.visibility import write_run_visibility
     from memory_server.workspace import Workspace
 
     config = run.config
@@ -190,6 +191,7 @@ async def run_openclaw(run: MirageStages, index: Any) -> Path:
                 snapshot = Workspace.open(run.workspace).snapshot
                 driver = OpenClawTrunk(claw, run.pack, trunk, run.profile, family_dir, snapshot)
                 checkpoints = await driver.run(run.trunk_progress())
+            write_run_visibility(model_dir, checkpoints, run.workspace, run.pack)  # not available
             agent = OpenClawAttributedAgent(
                 OpenClawAgent(claw, f"openclaw/{answer_model}"), call_log
             )

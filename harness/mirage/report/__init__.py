@@ -27,6 +27,7 @@ from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import format_rows, formats_section
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
+from harness.mirage.visibility import read_visibility
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"
@@ -98,7 +99,24 @@ def render_markdown(
         f"## Retention and source drift {roles.d0} → {roles.deep} (pooled over runs)",
         tables.drift_table(agg),
         "## Retrieval-path composition",
+        "The four paths in priority order R_context > R_boot > R_tool > R_none (docs/metrics.md): "
+        "share of recorded probes, mean over runs (probes over all runs in parentheses); "
+        "`binary`: records of an older file whose path is the two-way label (R_tool if a "
+        "retrieval call ran, else R_context), not the four-way one.",
         tables.paths_table(agg),
+        "### GC, VC and OG by retrieval path",
+        "Parsed answerable probes on each path, pooled over runs (counts in parentheses). VC on "
+        "R_none is a right value with no access path (Table 1's VC∧R_none per run).",
+        tables.path_grounding_table(agg),
+        "## Visibility map — where each planted artifact's content is at each checkpoint",
+        "verbatim: in the active context outside the compaction summary; summary only: only "
+        "the compaction summary holds it; notes only: only the workspace notes (memory flush); "
+        "nowhere. The context rule is the R_context rule (docs/metrics.md).",
+        tables.visibility_grid(agg),
+        "### GC per visibility class",
+        "Each answerable probe joins the class of its gold artifact at its state (pooled over "
+        "runs): it shows which evidence the compaction dropped behind Δcomp.",
+        tables.visibility_gc_table(agg),
         "## Cm − C0 (percentage points)",
         tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
         "## Figures",
@@ -136,7 +154,7 @@ def write_report(
     ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
     records = list(records if records is not None else read_records(out, ProbeRecord))
-    agg = aggregate(records, roles)
+    agg = aggregate(records, roles, read_visibility(out))
     usages = model_usage(records)
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures({"": agg}, out / FIGURES_DIR)

@@ -34,6 +34,7 @@ from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.checkpoints import base_state
 from harness.mirage.metrics import DIAGNOSTICS, TABLE1_COLUMNS, get_metric
 from harness.mirage.records import ProbeRecord
+from harness.mirage.report import tables
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import (
     FormatRow,
@@ -47,6 +48,7 @@ from harness.mirage.report.formats import (
 from harness.mirage.report.html import answerer_label, write_html
 from harness.mirage.report.instrument import InstrumentCheck, check_section
 from harness.mirage.report.overview import overview
+from harness.mirage.visibility import read_visibility
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
@@ -397,6 +399,23 @@ def _formats_section(comparison: Comparison) -> str:
     return "\n\n".join(parts)
 
 
+def _paths_section(aggregates: dict[str, Aggregate]) -> str:
+    """Per model: the four path shares, GC/VC/OG by path, the visibility grid, GC per class."""
+    parts = ["## Retrieval paths and visibility per model"]
+    for label, agg in aggregates.items():
+        parts += [
+            f"### {label} · retrieval-path composition",
+            tables.paths_table(agg),
+            f"### {label} · GC, VC and OG by retrieval path",
+            tables.path_grounding_table(agg),
+            f"### {label} · visibility map",
+            tables.visibility_grid(agg),
+            f"### {label} · GC per visibility class",
+            tables.visibility_gc_table(agg),
+        ]
+    return "\n\n".join(parts)
+
+
 def render_comparison(
     comparison: Comparison,
     aggregates: dict[str, Aggregate],
@@ -424,6 +443,7 @@ def render_comparison(
         "pooled counts. Overlapping intervals mean the order is not established."
     )
     sections.append(ranking_tables(comparison.ranking))
+    sections.append(_paths_section(aggregates))
     sections.append(_formats_section(comparison))
     if comparison.compliance:
         rows = [ComplianceRow.model_validate(r) for r in comparison.compliance]
@@ -463,8 +483,12 @@ def write_comparison(
             "runs are not comparable: " + "; ".join(found) + " (compare runs of one pack, "
             "profile, scoring and depth, or pass --allow-incomparable to mark them so)"
         )
-    records = {label: answerers[d] for (d, _), label in zip(labelled, labels, strict=True)}
-    aggregates = {label: aggregate(rs, roles) for label, rs in records.items()}
+    folders = {label: d for (d, _), label in zip(labelled, labels, strict=True)}
+    records = {label: answerers[d] for label, d in folders.items()}
+    aggregates = {
+        label: aggregate(rs, roles, read_visibility(folders[label]))
+        for label, rs in records.items()
+    }
     comparison = Comparison(
         comparable=not found,
         differences=found,

@@ -193,34 +193,44 @@ def transitions(runs: Runs) -> Figure:
     return figure
 
 
+PATH_STYLES = {
+    "R_context": ("#4c78a8", ""),
+    "R_boot": ("#72b7b2", ".."),
+    "R_tool": ("#f58518", "//"),
+    "R_none": ("#e45756", "xx"),
+}
+"""Figure 5's colour and hatch per retrieval path (the hatch keeps it readable in grey)."""
+
+
 def path_composition(runs: Runs) -> Figure:
-    """Figure 5: R_context (solid) / R_tool (hatched) shares of recorded probe calls."""
+    """Figure 5: the four retrieval-path shares of recorded probe calls, stacked per
+    (answerer, condition, state) bar in priority order R_context, R_boot, R_tool, R_none."""
     from matplotlib.patches import Patch
 
     figure, ax = new_figure(_width(runs) + 1)
     labels: list[str] = []
-    handles = []
-    for index, item in enumerate(series_of(runs)):
-        colour = item.colour if len(runs) <= 1 else MODEL_COLOURS[index % len(MODEL_COLOURS)]
+    bars: list[dict[str, float]] = []
+    for item in series_of(runs):
         agg = runs[item.model]
-        cells = [(s, conds[item.condition]) for s, conds in agg.cells.items()
-                 if item.condition in conds]  # fmt: skip
-        positions = list(range(len(labels), len(labels) + len(cells)))
-        labels += [
-            f"{tick_label(state)}\nn={agg.states[state][item.condition].n}" for state, _ in cells
-        ]
-        context = [_gap(d.path["R_context"]) for _, d in cells]
-        tool = [_gap(d.path["R_tool"]) for _, d in cells]
-        ax.bar(positions, context, color=colour, edgecolor="black", linewidth=0.4)
-        ax.bar(positions, tool, bottom=context, color=colour, hatch="//", alpha=0.55,
+        for state, conds in agg.states.items():
+            cell = conds.get(item.condition)
+            if cell is None:
+                continue
+            labels.append(f"{item.label}\n{tick_label(state)}\nn={cell.n}")
+            bars.append({path: _gap(p.share) for path, p in cell.paths.items()})
+    positions = list(range(len(labels)))
+    bottom = [0.0] * len(labels)
+    for path, (colour, hatch) in PATH_STYLES.items():
+        heights = [bar.get(path, math.nan) for bar in bars]
+        ax.bar(positions, heights, bottom=bottom, color=colour, hatch=hatch, label=path,
                edgecolor="black", linewidth=0.4)  # fmt: skip
-        _mark_gaps(ax, [float(p) for p in positions], context)
-        handles.append(Patch(facecolor=colour, edgecolor="black", label=item.label))
-    handles += [
-        Patch(facecolor="white", edgecolor="black", label="R_context (solid)"),
-        Patch(facecolor="white", edgecolor="black", hatch="//", label="R_tool (hatched)"),
+        bottom = [b + (0.0 if math.isnan(h) else h) for b, h in zip(bottom, heights, strict=True)]
+    _mark_gaps(ax, [float(p) for p in positions], [bar.get("R_context", math.nan) for bar in bars])
+    handles = [
+        Patch(facecolor=colour, hatch=hatch, edgecolor="black", label=path)
+        for path, (colour, hatch) in PATH_STYLES.items()
     ]
-    ax.set_xticks(range(len(labels)), labels, fontsize=6)
+    ax.set_xticks(positions, labels, fontsize=6)
     ax.set_ylim(0, 100)
     ax.set_ylabel("% of recorded probe calls")
     ax.set_title("Retrieval-path composition (n = recorded probes per bar)")

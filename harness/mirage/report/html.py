@@ -111,14 +111,37 @@ def answerer_label(directory: Path, records: Sequence[ProbeRecord]) -> str:
     return models[0] if len(models) == 1 else directory.name
 
 
+PATH_SOURCES = {
+    "probe": "decided from what the probe itself had (its context, start-of-session material "
+    "and calls)",
+    "checkpoint": "decided by mirage rescore from the checkpoint's restored context and the "
+    "recorded calls",
+    "binary": "an older file's two-way label (R_tool if a retrieval call ran, else R_context), "
+    "kept as it was: not the four-way path, no evidence",
+}
+
+
+def visibility_of(agg: Aggregate, record: ProbeRecord) -> str | None:
+    """The visibility class of the record's gold artifact at its state, or why it has none."""
+    seen = agg.visibility
+    if seen is None:
+        return None
+    if record.state in seen.unavailable:
+        return "not available"
+    artifact = None if record.gold is None else record.gold.artifact or record.gold.source
+    return seen.grid.get(record.state, {}).get(artifact or "")
+
+
 def probe_view(
     record: ProbeRecord,
     model: str,
     calls: dict[str, list[dict[str, Any]]],
     questions: dict[str, str],
+    visibility: str | None = None,
 ) -> dict[str, Any]:
     extra = record.model_extra or {}
     tag = extra.get("tag")
+    evidence = record.path_evidence
     return {
         "id": "|".join([model, *(str(part) for part in record.key)]),
         "model": model,
@@ -137,6 +160,10 @@ def probe_view(
         "indicators": {name: getattr(record, name) for name in PROBE_INDICATORS},
         "rules": _indicator_rules(record),
         "path": record.path,
+        "path_source": record.path_source,
+        "path_source_text": PATH_SOURCES[record.path_source],
+        "path_evidence": None if evidence is None else evidence.model_dump(mode="json"),
+        "visibility": visibility,
         "tool_calls": [c.model_dump(mode="json") for c in record.tool_calls],
         "server_log": calls.get(str(tag), []) if tag else [],
         "tag": tag,
@@ -168,6 +195,25 @@ def markdown_to_html_table(markdown: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def visibility_section(agg: Aggregate) -> dict[str, Any]:
+    """The visibility grid (one CSS class per cell, so the page can colour it), the states whose
+    context was not readable, and GC per class as an HTML table."""
+    from harness.mirage.report import tables
+
+    seen = agg.visibility
+    if seen is None:
+        return {"grid": None, "missing": tables.visibility_grid(agg)}
+    rows = [
+        (state, [(row.get(a), tables.VISIBILITY_LABELS.get(row.get(a) or "", tables.NOT_AVAILABLE))
+                 for a in seen.artifacts])
+        for state, row in seen.grid.items()
+    ]  # fmt: skip
+    return {
+        "grid": {"artifacts": seen.artifacts, "rows": rows, "unavailable": seen.unavailable},
+        "gc": markdown_to_html_table(tables.visibility_gc_table(agg)),
+    }
+
+
 def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -192,11 +238,12 @@ def render_html(
     sections = []
     for label, (directory, records, agg) in answerers.items():
         calls, questions = read_call_log(directory), question_texts(directory)
-        probes += [probe_view(r, label, calls, questions) for r in records]
+        probes += [probe_view(r, label, calls, questions, visibility_of(agg, r)) for r in records]
         named = [
             ("Table 1 — metrics per state and condition", tables.table1(agg)),
             ("Table 2 — cross-state diagnostics", tables.table2(agg)),
             ("Retrieval-path composition", tables.paths_table(agg)),
+            ("GC, VC and OG by retrieval path", tables.path_grounding_table(agg)),
         ]
         rows = format_rows(agg, records)
         if rows:
@@ -208,6 +255,7 @@ def render_html(
                 "label": label,
                 "tables": [(name, markdown_to_html_table(md)) for name, md in named],
                 "summaries": read_summaries(directory) if rows else [],
+                "visibility": visibility_section(agg),
             }
         )
     environment = Environment(
@@ -220,7 +268,7 @@ def render_html(
         sections=sections,
         figures=[(p.stem, _data_uri(p)) for p in figures],
         data=_embedded_json({"probes": probes}),
-        filters=["model", "state", "condition", "answerability", "outcome"],
+        filters=["model", "state", "condition", "answerability", "outcome", "path", "visibility"],
     )
 
 

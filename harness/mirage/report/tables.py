@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.kit.report.tables import DASH, fmt, markdown_table
-from harness.mirage.aggregate import Aggregate
+from harness.mirage.aggregate import Aggregate, GroundingSummary
 from harness.mirage.metrics import (
     DELTA_METRICS,
     DIAGNOSTICS,
@@ -17,6 +17,7 @@ from harness.mirage.metrics import (
     TABLE1_COLUMNS,
     get_metric,
 )
+from harness.mirage.paths import RETRIEVAL_PATHS
 
 
 def table1(agg: Aggregate) -> str:
@@ -29,7 +30,7 @@ def table1(agg: Aggregate) -> str:
                 values = conds[cond].model_dump()
                 cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
                 rows.append([cond, state, *cells])
-    return markdown_table(["Cond.", "State", *TABLE1_COLUMNS], rows)
+    return markdown_table(["Cond.", "State", *(get_metric(c).title for c in TABLE1_COLUMNS)], rows)
 
 
 def table2(agg: Aggregate) -> str:
@@ -111,13 +112,99 @@ def drift_table(agg: Aggregate) -> str:
     return markdown_table(["Cond.", "kept (Ret)", "source changed", "drift %"], rows)
 
 
-def paths_table(agg: Aggregate) -> str:
-    rows = [
-        [cond, state, fmt(d.path["R_context"]), fmt(d.path["R_tool"])]
-        for state, conds in agg.cells.items()
-        for cond, d in conds.items()
+def _share(value: float | None, n: int) -> str:
+    return f"{fmt(value)} ({n})"
+
+
+def _grounding(cell: GroundingSummary) -> list[str]:
+    return [
+        str(cell.n),
+        str(cell.parsed_answerable),
+        f"{fmt(cell.GC)} ({cell.GC_k})",
+        f"{fmt(cell.VC)} ({cell.VC_k})",
+        fmt(cell.OG),
     ]
-    return markdown_table(["Cond.", "State", "R_context %", "R_tool %"], rows)
+
+
+def paths_table(agg: Aggregate) -> str:
+    """The four retrieval paths per cell: share of recorded probes (mean over runs, probes in
+    parentheses) and which records carry an older file's two-way label."""
+    rows = []
+    for state, conds in agg.states.items():
+        for cond, cell in conds.items():
+            shares = [_share(p.share, p.n) for p in cell.paths.values()]
+            binary = cell.path_sources.get("binary", 0)
+            rows.append([cond, state, *shares, str(binary) if binary else "0"])
+    header = ["Cond.", "State", *(f"{path} %" for path in RETRIEVAL_PATHS), "binary"]
+    return markdown_table(header, rows)
+
+
+def path_grounding_table(agg: Aggregate) -> str:
+    """GC, VC and OG of the parsed answerable probes on each path (pooled over runs; counts in
+    parentheses): VC on R_none is a right answer with no access path."""
+    rows = [
+        [cond, state, path, *_grounding(p)]
+        for state, conds in agg.states.items()
+        for cond, cell in conds.items()
+        for path, p in cell.paths.items()
+        if p.n
+    ]
+    return markdown_table(
+        ["Cond.", "State", "Path", "probes", "parsed answerable", "GC % (k)", "VC % (k)", "OG"],
+        rows,
+    )
+
+
+VISIBILITY_LABELS = {
+    "verbatim": "verbatim",
+    "summary_only": "summary only",
+    "notes_only": "notes only",
+    "nowhere": "nowhere",
+}
+NOT_AVAILABLE = "not available"
+
+
+def visibility_grid(agg: Aggregate) -> str:
+    """State × artifact: where each planted artifact's content is at each checkpoint."""
+    seen = agg.visibility
+    if seen is None:
+        return "Not available: the run wrote no visibility.json (records from an older run)."
+    rows = [
+        [state, *(VISIBILITY_LABELS[row[a]] if a in row else NOT_AVAILABLE
+                  for a in seen.artifacts)]
+        for state, row in seen.grid.items()
+    ]  # fmt: skip
+    table = markdown_table(["State", *seen.artifacts], rows)
+    reasons = [f"- {state}: not available — {why}" for state, why in seen.unavailable.items()]
+    return "\n\n".join([table, "\n".join(reasons)]) if reasons else table
+
+
+def visibility_gc_table(agg: Aggregate) -> str:
+    """GC of the parsed answerable probes per visibility class of their artifact, per state
+    and over all states (pooled over runs; counts in parentheses)."""
+    seen = agg.visibility
+    if seen is None or not seen.by_class:
+        return "No answerable probe of a mapped checkpoint."
+    rows = []
+    for cond, states in seen.by_state.items():
+        for state, classes in states.items():
+            for visibility, cell in classes.items():
+                rows.append([cond, state, VISIBILITY_LABELS[visibility], *_grounding(cell)])
+        for visibility, cell in seen.by_class[cond].items():
+            rows.append([cond, "all states", VISIBILITY_LABELS[visibility], *_grounding(cell)])
+    return markdown_table(
+        [
+            "Cond.",
+            "State",
+            "Visibility",
+            "answerable probes",
+            "parsed",
+            "GC % (k)",
+            "VC % (k)",
+            "OG",
+        ],
+        rows,
+    )
 
 
 def deltas_table(agg: Aggregate) -> str:
