@@ -33,7 +33,7 @@ OPENCLAW_COMPACTION_DEFAULT_S = 180
 SUMMARY_S = OPENCLAW_COMPACTION_DEFAULT_S + 15
 TURN_TIMEOUT_S = SUMMARY_S + 45
 """The user's ``agents.defaults.timeoutSeconds``: room for the slow summary, not the probe."""
-SLOW_PROBE_S = TURN_TIMEOUT_S + 40
+SLOW_PROBE_S = TURN_TIMEOUT_S + 120
 
 
 class SlowAnswers:
