@@ -104,15 +104,15 @@ class OpenClawHarness:
         try:
             config = merge_config(generate_config(self.settings(base_url)), self.user_config or {})
             write_config(self.paths.config, config)
-            self.chat.timeout_s = client_timeout_s(config)
+            env = gateway_env(self.install, self.paths)
+            await asyncio.to_thread(validate_config, self.install, env, self.user_config_path)
+            self.chat.timeout_s = client_timeout_s(config)  # a user's turn timeout included
             log.info(
                 "openclaw.timeouts",
                 call_s=self.timeouts.call_s,
                 turn_s=self.timeouts.turn_s,
                 client_s=self.chat.timeout_s,
             )
-            env = gateway_env(self.install, self.paths)
-            await asyncio.to_thread(validate_config, self.install, env, self.user_config_path)
             await self.gateway.start()
         except BaseException:
             await self.chat.aclose()

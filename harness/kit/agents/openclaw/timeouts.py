@@ -17,8 +17,11 @@ heartbeat-compaction-and-streaming.md):
 One model call may have to read a whole window and write a whole reply. A hosted model
 (litellm) takes at most its own budget: every attempt's timeout plus the backoffs between
 them. A local or in-process model is bounded by throughput: the window at ``LOCAL_PREFILL_TPS``
-plus the reply at ``LOCAL_DECODE_TPS`` — about half the slowest rates measured for SmolLM2-135M
-on a busy 2-core machine (prefill 18–30 tokens/s, decode 8–11; docs/openclaw.md). A turn may
+plus the reply at ``LOCAL_DECODE_TPS`` — about a quarter of the slowest rates measured for
+SmolLM2-135M on a busy 2-core machine (prefill 18–30 tokens/s, decode 8–11; docs/openclaw.md),
+since at load ~20 (five embedded models on 2 cores) a memory flush read its 11.8k-token prompt
+for over 18 minutes. A generous ceiling costs nothing while the model works; it only decides how
+long a call that never answers holds a probe before it becomes an agent error. A turn may
 make ``CALLS_PER_TURN`` such calls (the memory flush and its tool follow-up, a compaction
 summary, the reply). mirage's client waits ``CLIENT_MARGIN_S`` longer than OpenClaw's turn, so
 OpenClaw's own timeout (an error reply: an agent error of that probe) comes first.
@@ -32,10 +35,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.kit.agents.openclaw.errors import OpenClawError
 from runtime.backbones.base import Backbone
 
-LOCAL_PREFILL_TPS = 10.0
-LOCAL_DECODE_TPS = 4.0
+LOCAL_PREFILL_TPS = 4.0
+LOCAL_DECODE_TPS = 2.0
 MIN_CALL_S = 300
 """Never below OpenClaw's own idle watchdog for self-hosted providers (300 s)."""
 CALLS_PER_TURN = 4
@@ -83,7 +87,7 @@ def client_timeout_s(config: Mapping[str, Any]) -> float | None:
     ``CLIENT_MARGIN_S``; None (no limit) when OpenClaw's is 0, unlimited."""
     value = config.get("agents", {}).get("defaults", {}).get("timeoutSeconds")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"agents.defaults.timeoutSeconds: a number of seconds, got {value!r}")
+        raise OpenClawError(f"agents.defaults.timeoutSeconds: a number of seconds, got {value!r}")
     if value == 0:
         return None
     return float(value) + CLIENT_MARGIN_S
