@@ -5,7 +5,11 @@ was willing to wait, and the whole run stopped. Here the answering model is a sc
 that really sleeps: OpenClaw's compaction summary takes longer than OpenClaw's own default
 compaction timeout (180 s), and the first probe's model call outlasts the turn timeout a user
 set (``--openclaw-config``). Checked: the trunk still compacts (S2 exists), the slow probe is a
-``provider_error`` (agent error) record, and every other probe ran and was scored.
+``provider_error`` (agent error) record, and every other probe ran and was scored. (A negative
+control with ``compaction.timeoutSeconds: 180`` also compacted: OpenClaw 2026.9.6 sends the
+summary of a compaction after a trunk turn to the session's model under the provider's and the
+turn's timeouts, not the compaction one; this test guards the behaviour, the numbers are
+``test_openclaw_timeouts.py``'s.)
 """
 
 from __future__ import annotations
