@@ -21,6 +21,7 @@ from harness.kit.agents.openclaw.config import (
     rejection_message,
     scaled_budget,
 )
+from harness.kit.agents.openclaw.timeouts import ModelTimeouts
 from harness.mirage.config import RunConfig
 from harness.mirage.states import PAPER_WINDOW
 
@@ -37,6 +38,7 @@ def settings(window: int = 16_384) -> GatewaySettings:
         budget_window=PAPER_WINDOW,
         answer_max_tokens=64,
         housekeeping_max_tokens=512,
+        timeouts=ModelTimeouts(call_s=1900, turn_s=7600),
     )
 
 

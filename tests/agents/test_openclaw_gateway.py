@@ -24,6 +24,7 @@ from harness.kit.agents.openclaw.gateway import (
     gateway_env,
 )
 from harness.kit.agents.openclaw.install import OpenClawInstall
+from harness.kit.agents.openclaw.timeouts import ModelTimeouts
 from harness.mirage.states import PAPER_WINDOW
 
 FAKE = Path(__file__).parents[1] / "fakes" / "openclaw_gateway.py"
@@ -62,6 +63,7 @@ def configured(install: OpenClawInstall, root: Path, extra: dict[str, object] | 
         budget_window=PAPER_WINDOW,
         answer_max_tokens=64,
         housekeeping_max_tokens=512,
+        timeouts=ModelTimeouts(call_s=1900, turn_s=7600),
     )
     write_config(paths.config, merge_config(generate_config(settings), extra or {}))
     return paths, port

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import structlog
 
+from harness.kit.agents.openclaw.errors import OpenClawError
+from harness.kit.agents.openclaw.gateway import TurnError
 from harness.kit.agents.openclaw.harness import OpenClawHarness
 from harness.kit.agents.openclaw.state import (
     MEMORY_COPY,
@@ -80,7 +82,14 @@ class OpenClawTrunk:
 
     async def _turn(self, text: str, scripted: str | None) -> None:
         self.claw.endpoint.trunk.reply = scripted or SCRIPTED_ACKNOWLEDGEMENT
-        await self.claw.chat.turn(TRUNK_SESSION, text)
+        try:
+            await self.claw.chat.turn(TRUNK_SESSION, text)
+        except TurnError as exc:  # no checkpoint without the trunk: stop with one clear line
+            raise OpenClawError(
+                f"OpenClaw failed trunk turn {self.position + 1} ({exc}); see "
+                f"{self.claw.paths.file_log}; re-run the same command (the trunk is rebuilt, "
+                "recorded probes are kept)"
+            ) from exc
         await self.claw.settle(TRUNK_SESSION)
         self.position += 1
         self.eit = self.claw.endpoint.trunk.last_eit or self.eit

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.install import OpenClawInstall
+from harness.kit.agents.openclaw.timeouts import ModelTimeouts
 
 log = structlog.get_logger(__name__)
 
@@ -90,7 +91,7 @@ class GatewaySettings(BaseModel):
     )
     answer_max_tokens: int = Field(ge=8)
     housekeeping_max_tokens: int = Field(ge=8)
-    timeout_s: int = Field(default=1800, ge=60)
+    timeouts: ModelTimeouts
 
 
 def _model_entry(model_id: str, window: int, max_tokens: int) -> dict[str, Any]:
@@ -154,11 +155,12 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                 "skipBootstrap": True,
                 "skills": [],
                 "heartbeat": {"every": "0m"},
-                "timeoutSeconds": settings.timeout_s,  # default 600 s: too short on a busy CPU
+                "timeoutSeconds": settings.timeouts.turn_s,  # see timeouts.py
                 "model": {"primary": f"{PROVIDER}/{TRUNK_MODEL}"},
                 "compaction": {
                     "mode": "default",
                     "model": housekeeping,
+                    "timeoutSeconds": settings.timeouts.call_s,  # default 180 s
                     "keepRecentTokens": scaled_budget(DEFAULT_KEEP_RECENT, *scale),
                     "memoryFlush": {
                         "enabled": True,
@@ -176,7 +178,7 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                     "baseUrl": settings.model_base_url,
                     "apiKey": "unused",
                     "api": "openai-completions",
-                    "timeoutSeconds": settings.timeout_s,
+                    "timeoutSeconds": settings.timeouts.call_s,
                     "models": models,
                 }
             },

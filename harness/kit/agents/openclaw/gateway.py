@@ -56,6 +56,14 @@ class TurnError(RuntimeError):
         self.status = status
 
 
+class TurnTimeout(TurnError):
+    """The gateway is running but did not answer a turn within the client's timeout."""
+
+    def __init__(self, timeout_s: float) -> None:
+        RuntimeError.__init__(self, f"no reply from OpenClaw within {timeout_s:.0f} s")
+        self.status = 0
+
+
 class GatewayPaths(BaseModel):
     """Everything OpenClaw keeps for one checkpoint family, under ``root``."""
 
@@ -215,25 +223,36 @@ class ChatTurn(BaseModel):
 
 
 class GatewayChat:
-    """One user turn at a time on OpenClaw's chat endpoint."""
+    """One user turn at a time on OpenClaw's chat endpoint. ``timeout_s``: how long a turn
+    may take (None: no limit); the harness sets it from OpenClaw's own turn timeout."""
 
-    def __init__(self, gateway: GatewayProcess, *, timeout_s: float = TURN_TIMEOUT_S) -> None:
+    def __init__(
+        self, gateway: GatewayProcess, *, timeout_s: float | None = TURN_TIMEOUT_S
+    ) -> None:
         self.gateway = gateway
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0))
+        self.timeout_s = timeout_s
+        self._client = httpx.AsyncClient()
 
     async def turn(self, session: str, text: str, *, model: str | None = None) -> ChatTurn:
         """Send ``text`` to session ``agent:main:<session>`` (``model``: the turn's model id).
-        Raises ``TurnError`` when the gateway refuses the turn, ``GatewayError`` when it is
-        gone."""
+        Raises ``TurnError`` when the gateway refuses the turn (``TurnTimeout`` when it is
+        running but silent past ``timeout_s``), ``GatewayError`` when it is gone."""
         headers = {**self.gateway.headers, "x-openclaw-session-key": session}
         if model is not None:
             headers["x-openclaw-model"] = model
         body = {"model": "openclaw/default", "messages": [{"role": "user", "content": text}]}
         started = time.perf_counter()
+        timeout = httpx.Timeout(self.timeout_s, connect=10.0)
         try:
             response = await self._client.post(
-                f"{self.gateway.base_url}/v1/chat/completions", json=body, headers=headers
+                f"{self.gateway.base_url}/v1/chat/completions",
+                json=body,
+                headers=headers,
+                timeout=timeout,
             )
+        except httpx.ReadTimeout as exc:
+            self.gateway.check_alive(f"during a turn of session {session}")
+            raise TurnTimeout(self.timeout_s or 0.0) from exc
         except httpx.TransportError as exc:
             self.gateway.check_alive(f"during a turn of session {session}")
             raise GatewayError(

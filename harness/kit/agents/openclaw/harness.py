@@ -36,6 +36,7 @@ from harness.kit.agents.openclaw.gateway import (
 from harness.kit.agents.openclaw.install import OpenClawInstall
 from harness.kit.agents.openclaw.rpc import GatewayRpc, RpcError
 from harness.kit.agents.openclaw.state import SessionNode, session_node
+from harness.kit.agents.openclaw.timeouts import ModelTimeouts, client_timeout_s, model_timeouts
 from runtime.backbones.base import Backbone
 
 log = structlog.get_logger(__name__)
@@ -72,6 +73,9 @@ class OpenClawHarness:
         self.user_config = user_config
         self.user_config_path = user_config_path
         self.token = secrets.token_hex(16)
+        self.timeouts: ModelTimeouts = model_timeouts(
+            answer, window, max(answer_max_tokens, HOUSEKEEPING_MAX_TOKENS)
+        )
         self.endpoint = ModelEndpoint(
             answer, HOUSEKEEPING_MAX_TOKENS, root / "model-requests.jsonl"
         )
@@ -91,6 +95,7 @@ class OpenClawHarness:
             budget_window=self.budget_window,
             answer_max_tokens=self.answer_max_tokens,
             housekeeping_max_tokens=HOUSEKEEPING_MAX_TOKENS,
+            timeouts=self.timeouts,
         )
 
     async def __aenter__(self) -> OpenClawHarness:
@@ -101,6 +106,13 @@ class OpenClawHarness:
             write_config(self.paths.config, config)
             env = gateway_env(self.install, self.paths)
             await asyncio.to_thread(validate_config, self.install, env, self.user_config_path)
+            self.chat.timeout_s = client_timeout_s(config)  # a user's turn timeout included
+            log.info(
+                "openclaw.timeouts",
+                call_s=self.timeouts.call_s,
+                turn_s=self.timeouts.turn_s,
+                client_s=self.chat.timeout_s,
+            )
             await self.gateway.start()
         except BaseException:
             await self.chat.aclose()
