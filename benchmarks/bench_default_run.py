@@ -89,7 +89,9 @@ class Phases:
         self.wall: dict[tuple[str, ...], float] = defaultdict(float)
         self.cpu: dict[tuple[str, ...], float] = defaultdict(float)
         self.worker_cpu: dict[tuple[str, ...], float] = defaultdict(float)
-        self.counts: dict[tuple[str, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.counts: dict[tuple[str, ...], dict[str, float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
         self.load: dict[tuple[str, ...], list[float]] = defaultdict(list)
         self._last = _sample()
 
@@ -163,12 +165,10 @@ def _install_hooks() -> None:
         if runner.agent.session.compaction_count != before:
             COMPACTING_TURNS.add(label)
 
-    TrunkRunner._turn = turn  # type: ignore[method-assign]
+    TrunkRunner._turn = turn  # type: ignore[assignment,method-assign]
     _wrap_async(policy_module, "memory_flush", lambda *a, **k: "memory_flush")
     _wrap_async(compactor_module, "compact_session", lambda *a, **k: "summarize")
-    _wrap_async(
-        BuiltinAgent, "probe", lambda agent, cp, msg, *, tag: f"probes.{tag.split('.')[0]}"
-    )
+    _wrap_async(BuiltinAgent, "probe", lambda agent, cp, msg, *, tag: f"probes.{tag.split('.')[0]}")
     _wrap_sync(report_module, "write_report", lambda *a, **k: "report")
     _wrap_sync(MirageRun, "prepare_workspace", lambda *a, **k: "workspace_index")
     _wrap_sync(LlamaWorker, "_handshake", lambda *a, **k: "model_load")
@@ -190,7 +190,7 @@ def _install_hooks() -> None:
             PHASES.count(tokenize_calls=1)
         return reply
 
-    LlamaWorker.call = call  # type: ignore[method-assign]
+    LlamaWorker.call = call  # type: ignore[assignment,method-assign]
 
 
 def _group(path: tuple[str, ...]) -> str:
@@ -267,7 +267,11 @@ def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
         for state in set(mine["checkpoint_sha256"]) | set(other["checkpoint_sha256"])
         if mine["checkpoint_sha256"].get(state) != other["checkpoint_sha256"].get(state)
     )
-    return {"against": str(other_path), "outputs_differing": differing, "checkpoints_differing": checkpoints}
+    return {
+        "against": str(other_path),
+        "outputs_differing": differing,
+        "checkpoints_differing": checkpoints,
+    }
 
 
 def main() -> None:
@@ -298,12 +302,17 @@ def main() -> None:
     _install_hooks()
     load_before = os.getloadavg()
     started_wall, *started_cpu = _sample()
-    [folder] = asyncio.run(MirageRun(config).execute())
+    folder: Path | None = None
+    try:
+        [folder] = asyncio.run(MirageRun(config).execute())
+    except KeyboardInterrupt:  # a run stopped midway still reports the phases it finished
+        print("interrupted: the phases so far", file=sys.stderr)
     PHASES._account()
     total_wall, *total_cpu = _sample()
     table = phase_table()
-    outputs = output_digest(folder, out)
+    outputs = output_digest(folder, out) if folder is not None else None
     data: dict[str, Any] = {
+        "interrupted": folder is None,
         "config": {k: v for k, v in options.items() if k != "out"},
         "total_wall_s": round(total_wall - started_wall, 1),
         "total_cpu_s": round(sum(total_cpu) - sum(started_cpu), 1),
@@ -315,14 +324,15 @@ def main() -> None:
         "phases": table,
         "outputs": outputs,
     }
-    if args.compare is not None:
+    if args.compare is not None and outputs is not None:
         data["comparison"] = compare(outputs, args.compare)
-    print(f"{'phase':<44} {'wall s':>8} {'cpu s':>8} {'child':>7} {'load':>5} {'calls':>6} {'prefill':>8} {'gen':>6}")
+    header = ("phase", "wall s", "cpu s", "child", "load", "calls", "prefill", "gen")
+    print(f"{header[0]:<44}", *(f"{name:>8}" for name in header[1:]))
     for name, row in table.items():
         print(
-            f"{name:<44} {row['wall_s']:>8.1f} {row['cpu_s']:>8.1f} {row['children_cpu_s']:>7.1f} "
-            f"{row.get('load_1min_mean', 0):>5.1f} {int(row.get('calls', 0)):>6} "
-            f"{int(row.get('prefilled_tokens', 0)):>8} {int(row.get('generated_tokens', 0)):>6}"
+            f"{name:<44} {row['wall_s']:>8.1f} {row['cpu_s']:>8.1f} {row['children_cpu_s']:>8.1f} "
+            f"{row.get('load_1min_mean', 0):>8.1f} {int(row.get('calls', 0)):>8} "
+            f"{int(row.get('prefilled_tokens', 0)):>8} {int(row.get('generated_tokens', 0)):>8}"
         )
     print(
         f"total: {data['total_wall_s']} s wall, {data['total_cpu_s']} s CPU "
