@@ -1,0 +1,352 @@
+"""Where the default ``mirage run`` spends its time: wall and CPU seconds per phase (workspace
+index build, model load, the trunk's planting and filler turns, the memory flush + compaction
+turn, each state's probes, the report), with the embedded model's calls, prompt tokens, tokens
+prefilled (not taken from a KV cache) and generated per phase.
+
+CPU is this process plus its descendants (the llama.cpp worker, read from ``/proc``), which
+depends much less on other load than wall time does: the 1-minute load is recorded at each
+phase boundary. The run is the default one (``RunConfig()``: bundled pack, embedded SmolLM2
+trunk, summarizer and answerer, 4 states x 2 conditions x 12 questions) into a fresh folder,
+nothing reused. Timing hooks wrap a few functions (trunk turn, memory flush, compaction,
+probe, report, worker call); they only observe. It also writes a digest of every probe's raw
+output and every checkpoint's snapshot hash, so two runs (before/after a change) can be compared
+for identical outputs (``--compare OTHER.json``).
+
+Run: ``python benchmarks/bench_default_run.py [--limit N] [--trunk-model scripted] [--name N]``;
+writes ``results/default_run.json`` (or ``results/<name>.json``). Takes the full run's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import RESULTS, write_results
+
+import compaction.compactor as compactor_module
+import compaction.policy as policy_module
+import harness.mirage.report as report_module
+from harness.kit.agents.builtin import BuiltinAgent
+from harness.mirage.config import RunConfig
+from harness.mirage.run import MirageRun
+from harness.mirage.trunk import TrunkRunner
+from runtime.backbones.llama_wire import Generated, GenerateRequest
+from runtime.backbones.llama_worker import LlamaWorker
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _descendant_cpu() -> float:
+    """CPU seconds of every live descendant of this process (``/proc``), plus reaped ones."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / TICKS
+    me = os.getpid()
+    total = 0.0
+    for pid in cpu:
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != me:
+            ancestor = parents.get(ancestor)
+        if ancestor == me:
+            total += cpu[pid]
+    reaped = os.times()
+    return total + reaped.children_user + reaped.children_system
+
+
+def _sample() -> tuple[float, float, float]:
+    """Wall clock, this process's CPU, its descendants' CPU (seconds)."""
+    return time.perf_counter(), time.process_time(), _descendant_cpu()
+
+
+class Phases:
+    """Wall/CPU per phase stack (innermost phase gets the time), plus model-call counters."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+        self.wall: dict[tuple[str, ...], float] = defaultdict(float)
+        self.cpu: dict[tuple[str, ...], float] = defaultdict(float)
+        self.worker_cpu: dict[tuple[str, ...], float] = defaultdict(float)
+        self.counts: dict[tuple[str, ...], dict[str, float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
+        self.load: dict[tuple[str, ...], list[float]] = defaultdict(list)
+        self._last = _sample()
+
+    def _account(self) -> None:
+        now = _sample()
+        key = tuple(self.stack)
+        self.wall[key] += now[0] - self._last[0]
+        self.cpu[key] += now[1] - self._last[1] + now[2] - self._last[2]
+        self.worker_cpu[key] += now[2] - self._last[2]
+        self.load[key].append(os.getloadavg()[0])
+        self._last = _sample()  # the /proc walk itself is not charged to the next phase
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self._account()
+        self.stack.append(name)
+        try:
+            yield
+        finally:
+            self._account()
+            self.stack.pop()
+
+    def count(self, **values: float) -> None:
+        bucket = self.counts[tuple(self.stack)]
+        for name, value in values.items():
+            bucket[name] += value
+
+
+PHASES = Phases()
+
+
+def _wrap_async(owner: Any, name: str, label: Callable[..., str]) -> None:
+    original = getattr(owner, name)
+
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with PHASES.phase(label(*args, **kwargs)):
+            return await original(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+
+def _wrap_sync(owner: Any, name: str, label: Callable[..., str]) -> None:
+    original = getattr(owner, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with PHASES.phase(label(*args, **kwargs)):
+            return original(*args, **kwargs)
+
+    setattr(owner, name, wrapped)
+
+
+COMPACTING_TURNS: set[str] = set()
+SCRIPTED_TURNS: set[str] = set()
+
+
+def _trunk_turn_label(runner: TrunkRunner, message: Any, scripted: str | None) -> str:
+    label = f"trunk.turn#{runner.position}"
+    if scripted is not None:
+        SCRIPTED_TURNS.add(label)
+    return label
+
+
+def _install_hooks() -> None:
+    original_turn = TrunkRunner._turn
+
+    async def turn(runner: TrunkRunner, message: Any, scripted: str | None) -> None:
+        label = _trunk_turn_label(runner, message, scripted)
+        before = runner.agent.session.compaction_count
+        with PHASES.phase(label):
+            await original_turn(runner, message, scripted)
+        if runner.agent.session.compaction_count != before:
+            COMPACTING_TURNS.add(label)
+
+    TrunkRunner._turn = turn  # type: ignore[assignment,method-assign]
+    _wrap_async(policy_module, "memory_flush", lambda *a, **k: "memory_flush")
+    _wrap_async(compactor_module, "compact_session", lambda *a, **k: "summarize")
+    _wrap_async(BuiltinAgent, "probe", lambda agent, cp, msg, *, tag: f"probes.{tag.split('.')[0]}")
+    _wrap_sync(report_module, "write_report", lambda *a, **k: "report")
+    _wrap_sync(MirageRun, "prepare_workspace", lambda *a, **k: "workspace_index")
+    _wrap_sync(LlamaWorker, "_handshake", lambda *a, **k: "model_load")
+    original_call = LlamaWorker.call
+
+    def call(worker: LlamaWorker, request: Any) -> Any:
+        reply = original_call(worker, request)
+        if isinstance(request, GenerateRequest) and isinstance(reply, Generated):
+            PHASES.count(
+                calls=1,
+                prompt_tokens=reply.prompt_tokens,
+                cached_tokens=reply.cached_tokens,
+                prefilled_tokens=reply.prefill_tokens,
+                generated_tokens=reply.output_tokens,
+                prefill_s=reply.prefill_s,
+                decode_s=reply.decode_s,
+            )
+        else:
+            PHASES.count(tokenize_calls=1)
+        return reply
+
+    LlamaWorker.call = call  # type: ignore[assignment,method-assign]
+
+
+def _group(path: tuple[str, ...]) -> str:
+    """A phase stack's row: trunk turns by kind, the flush/compaction turn split in two."""
+    if not path:
+        return "other (setup, checkpoint writes)"
+    if "model_load" in path:
+        return "model_load"
+    head = path[0]
+    if head.startswith("trunk.turn#"):
+        if head in COMPACTING_TURNS:
+            inner = path[1] if len(path) > 1 else "its own reply"
+            return f"flush+compaction turn: {inner}"
+        return "trunk: planting turns" if head in SCRIPTED_TURNS else "trunk: filler turns"
+    return head
+
+
+def phase_table() -> dict[str, dict[str, float]]:
+    rows: dict[str, dict[str, Any]] = {}
+    turns: dict[str, set[str]] = defaultdict(set)
+    for path in set(PHASES.wall) | set(PHASES.counts):
+        name = _group(path)
+        row = rows.setdefault(name, defaultdict(float))
+        row["wall_s"] += PHASES.wall.get(path, 0.0)
+        row["cpu_s"] += PHASES.cpu.get(path, 0.0)
+        row["children_cpu_s"] += PHASES.worker_cpu.get(path, 0.0)
+        for key, value in PHASES.counts.get(path, {}).items():
+            row[key] += value
+        loads = PHASES.load.get(path, [])
+        if loads:
+            row.setdefault("_loads", []).extend(loads)
+        if path and path[0].startswith("trunk.turn#"):
+            turns[name].add(path[0])
+    table = {}
+    for name, row in sorted(rows.items()):
+        loads = row.pop("_loads", [])
+        out = {key: round(value, 3) for key, value in row.items()}
+        if name in turns:
+            out["turns"] = len(turns[name])
+        if loads:
+            out["load_1min_mean"] = round(sum(loads) / len(loads), 2)
+        table[name] = out
+    return table
+
+
+def output_digest(folder: Path, out: Path) -> dict[str, Any]:
+    """Each probe's raw output (by record key) and each checkpoint's snapshot hash."""
+    outputs = {}
+    for line in (folder / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        key = ".".join(str(record[k]) for k in ("state", "condition", "question_id", "repeat"))
+        outputs[key] = record.get("raw_output")
+    snapshots = {}
+    for manifest in sorted(out.glob("checkpoints/*/*/manifest.json")):
+        data = json.loads(manifest.read_text())
+        snapshots[manifest.parent.name] = data.get("snapshot_sha256")
+    joined = json.dumps(outputs, sort_keys=True).encode()
+    return {
+        "raw_outputs": outputs,
+        "raw_outputs_sha256": hashlib.sha256(joined).hexdigest(),
+        "checkpoint_sha256": snapshots,
+    }
+
+
+def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
+    other = json.loads(other_path.read_text())["outputs"]
+    differing = sorted(
+        key
+        for key in set(mine["raw_outputs"]) | set(other["raw_outputs"])
+        if mine["raw_outputs"].get(key) != other["raw_outputs"].get(key)
+    )
+    checkpoints = sorted(
+        state
+        for state in set(mine["checkpoint_sha256"]) | set(other["checkpoint_sha256"])
+        if mine["checkpoint_sha256"].get(state) != other["checkpoint_sha256"].get(state)
+    )
+    return {
+        "against": str(other_path),
+        "outputs_differing": differing,
+        "checkpoints_differing": checkpoints,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="questions (default: the run's)")
+    parser.add_argument("--trunk-model", default=None)
+    parser.add_argument("--name", default="default_run", help="results file name")
+    parser.add_argument("--compare", type=Path, default=None, help="an earlier results file")
+    parser.add_argument("--keep", type=Path, default=None, help="run folder to keep")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep: keep its workspace and checkpoints, re-run only the probes",
+    )
+    args = parser.parse_args()
+    out = args.keep or Path(tempfile.mkdtemp(prefix="mirage-default-run-")) / "run"
+    if args.reuse and args.keep:
+        for results in out.glob("*/results.jsonl"):
+            shutil.rmtree(results.parent)
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    options: dict[str, Any] = {"out": out}
+    if args.limit is not None:
+        options["limit"] = args.limit
+    if args.trunk_model is not None:
+        options["trunk_model"] = args.trunk_model
+    config = RunConfig(**options)
+    _install_hooks()
+    load_before = os.getloadavg()
+    started_wall, *started_cpu = _sample()
+    folder: Path | None = None
+    try:
+        [folder] = asyncio.run(MirageRun(config).execute())
+    except KeyboardInterrupt:  # a run stopped midway still reports the phases it finished
+        print("interrupted: the phases so far", file=sys.stderr)
+    PHASES._account()
+    total_wall, *total_cpu = _sample()
+    table = phase_table()
+    outputs = output_digest(folder, out) if folder is not None else None
+    data: dict[str, Any] = {
+        "interrupted": folder is None,
+        "config": {k: v for k, v in options.items() if k != "out"},
+        "total_wall_s": round(total_wall - started_wall, 1),
+        "total_cpu_s": round(sum(total_cpu) - sum(started_cpu), 1),
+        "total_children_cpu_s": round(total_cpu[1] - started_cpu[1], 1),
+        "load_1min_before": round(load_before[0], 2),
+        "load_1min_after": round(os.getloadavg()[0], 2),
+        "nproc": os.cpu_count(),
+        "threads_env": os.environ.get("MIRAGE_LLAMA_THREADS"),
+        "phases": table,
+        "outputs": outputs,
+    }
+    if args.compare is not None and outputs is not None:
+        data["comparison"] = compare(outputs, args.compare)
+    header = ("phase", "wall s", "cpu s", "child", "load", "calls", "prefill", "gen")
+    print(f"{header[0]:<44}", *(f"{name:>8}" for name in header[1:]))
+    for name, row in table.items():
+        print(
+            f"{name:<44} {row['wall_s']:>8.1f} {row['cpu_s']:>8.1f} {row['children_cpu_s']:>8.1f} "
+            f"{row.get('load_1min_mean', 0):>8.1f} {int(row.get('calls', 0)):>8} "
+            f"{int(row.get('prefilled_tokens', 0)):>8} {int(row.get('generated_tokens', 0)):>8}"
+        )
+    print(
+        f"total: {data['total_wall_s']} s wall, {data['total_cpu_s']} s CPU "
+        f"(load {data['load_1min_before']} -> {data['load_1min_after']} on {os.cpu_count()} cores)"
+    )
+    if "comparison" in data:
+        comparison = data["comparison"]
+        print(
+            f"vs {args.compare}: {len(comparison['outputs_differing'])} raw outputs differ, "
+            f"{len(comparison['checkpoints_differing'])} checkpoints differ"
+        )
+    print(f"wrote {write_results(args.name, data)}")
+
+
+if __name__ == "__main__":
+    assert RESULTS.parent.is_dir()
+    main()
