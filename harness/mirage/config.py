@@ -17,6 +17,7 @@ from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
 from harness.kit.memory import memory_binding
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.mirage.shards import Shard
 from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
@@ -86,6 +87,21 @@ class RunConfig(BaseModel):
         description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
         "the generated config",
     )
+    shard: Shard | None = Field(
+        default=None,
+        description="Run only shard K of N of the study's probes (K/N); `mirage merge` joins "
+        "the shards (harness.mirage.shards)",
+    )
+    retry_errors: bool = Field(
+        default=False,
+        description="Re-run exactly the probes recorded with a provider or agent error, "
+        "replacing their records (harness.mirage.retry)",
+    )
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard_text(cls, value: object) -> object:
+        return None if value is None else Shard.parse(value)
 
     @field_validator("summary_formats", mode="before")
     @classmethod
