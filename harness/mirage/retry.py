@@ -149,9 +149,7 @@ class ProbeTarget:
     wanted: Callable[[RecordKey], bool]
 
 
-def pending_keys(
-    folder: Path, planned: Iterable[RecordKey], retry_errors: bool
-) -> list[RecordKey]:
+def pending_keys(folder: Path, planned: Iterable[RecordKey], retry_errors: bool) -> list[RecordKey]:
     """The planned probes a run on ``folder`` would run (reads, writes nothing)."""
     results = folder / RESULTS_FILE
     records = read_records(results, ProbeRecord) if results.is_file() else []

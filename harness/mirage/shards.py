@@ -154,7 +154,9 @@ def read_study(folder: Path) -> StudyFile:
     try:
         return StudyFile.model_validate_json(path.read_bytes())
     except ValidationError as exc:
-        raise MergeError(f"{path} is corrupt ({exc.errors()[0]['msg']}); re-run that shard") from exc
+        raise MergeError(
+            f"{path} is corrupt ({exc.errors()[0]['msg']}); re-run that shard"
+        ) from exc
 
 
 def shard_conflict(out: Path, shard: Shard | None) -> str | None:
@@ -255,7 +257,9 @@ def _check_checkpoints(name: str, by_shard: Sequence[tuple[_Shard, list[ProbeRec
                     )
 
 
-def _interleave(name: str, by_shard: Sequence[tuple[_Shard, list[ProbeRecord]]]) -> list[ProbeRecord]:
+def _interleave(
+    name: str, by_shard: Sequence[tuple[_Shard, list[ProbeRecord]]]
+) -> list[ProbeRecord]:
     """The shards' records in the study's plan order (shard K holds positions K-1, K-1+N, …),
     refusing a probe recorded by two shards."""
     ordered = sorted(by_shard, key=lambda item: Shard.parse(item[0].study.shard).index)
@@ -281,10 +285,16 @@ def _concat(sources: Iterable[Path], target: Path) -> None:
         target.write_bytes(b"".join(p.read_bytes() for p in present))
 
 
-def _merge_folder(name: str, shards: Sequence[_Shard], out: Path) -> Path:
+def _joined(name: str, shards: Sequence[_Shard]) -> list[ProbeRecord]:
+    """Result folder ``name``'s records of every shard in plan order, checked."""
     by_shard = [(shard, shard.records(name)) for shard in shards]
     _check_checkpoints(name, by_shard)
-    records = _interleave(name, by_shard)
+    return _interleave(name, by_shard)
+
+
+def _write_folder(
+    name: str, records: list[ProbeRecord], shards: Sequence[_Shard], out: Path
+) -> Path:
     folder = out / name
     folder.mkdir(parents=True)
     rewrite_records(folder / RESULTS_FILE, records)
@@ -321,6 +331,7 @@ def merge_shards(folders: Sequence[Path], out: Path) -> list[ReportFiles]:
     _check_same_study(shards)
     if not shards[0].results:
         raise MergeError(f"{shards[0].folder} has no results: run the shards first")
+    joined = {name: _joined(name, shards) for name in shards[0].results}  # checked first
     out.mkdir(parents=True, exist_ok=True)
     for name in SHARED_FOLDERS:
         source = shards[0].folder / name
@@ -331,6 +342,6 @@ def merge_shards(folders: Sequence[Path], out: Path) -> list[ReportFiles]:
     (out / STUDY_FILE).write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if (first / RUN_CONFIG).is_file():
         (out / RUN_CONFIG).write_text(_merged_config(first, out), encoding="utf-8")
-    folders_out = [_merge_folder(name, shards, out) for name in shards[0].results]
+    folders_out = [_write_folder(name, records, shards, out) for name, records in joined.items()]
     log.info("shards.merged", shards=len(shards), out=str(out), folders=len(folders_out))
     return [write_report(folder) for folder in folders_out]
