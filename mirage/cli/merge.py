@@ -38,6 +38,15 @@ def merge(
         raise fail(str(exc)) from exc
     for files in reports:
         typer.echo(f"report: {files.report}")
+    if len(reports) > 1:  # several answerers: their comparison, as `mirage run` writes it
+        from harness.kit.results import read_records
+        from harness.mirage.records import ProbeRecord
+        from harness.mirage.report.compare import write_comparison
+
+        folders = [files.report.parent for files in reports]
+        answerers = {folder: read_records(folder, ProbeRecord) for folder in folders}
+        compared = write_comparison(answerers, out, allow_incomparable=True)
+        typer.echo(f"comparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"merged {len(shards)} shards into {out}")
     exit_on_failed_probes([files.report.parent for files in reports])
 

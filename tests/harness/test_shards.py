@@ -111,8 +111,9 @@ def test_merged_report_equals_the_unsharded_one(runs: dict[str, Path], tmp_path:
     keys = [r.key for r in read_records(whole, ProbeRecord)]
     assert [r.key for r in read_records(joined, ProbeRecord)] == keys  # plan order too
     assert _tree_hashes(merged / "checkpoints") == _tree_hashes(runs["whole"] / "checkpoints")
-    # the merged folder is a finished run: the same command resumes it with nothing to do
+    # the merged folder describes the whole study, not a shard
     assert json.loads((merged / "run.json").read_text())["shard"] is None
+    assert json.loads((merged / STUDY_FILE).read_text())["shard"] is None
 
 
 def _copy(source: Path, target: Path) -> Path:
