@@ -625,7 +625,8 @@ class MirageRun:
         self._check_models()
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
-        write_study(self)
+        family = None if self.config.agent == OPENCLAW_AGENT else self.family_dir.name
+        write_study(self.config, self.pack.root, family)
         index = self.prepare_workspace()
         try:
             folders = []

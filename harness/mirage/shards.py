@@ -26,7 +26,6 @@ results log and report writer of ``harness.mirage.report``.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
@@ -38,12 +37,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.kit.results import RESULTS_FILE, read_records, rewrite_records
 from harness.kit.rundir import RUN_CONFIG, write_workspace_link
+from harness.mirage.config import RunConfig, Shard
 from harness.mirage.records import ProbeRecord, RecordKey
 
 if TYPE_CHECKING:
     from harness.mirage.probes import ProbeTask
     from harness.mirage.report import ReportFiles
-    from harness.mirage.run import MirageRun
 
 log = structlog.get_logger(__name__)
 
@@ -51,38 +50,10 @@ STUDY_FILE = "study.json"
 CALL_LOG = "calls.jsonl"
 SHARED_FILES = ("summaries.json",)  # identical in every shard's result folder: copied once
 SHARED_FOLDERS = ("workspace", "checkpoints")  # identical in every shard: copied once
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 class MergeError(ValueError):
     """Shards that cannot be merged; the message is one line naming the shards and why."""
-
-
-class Shard(BaseModel):
-    """Shard ``index`` of ``count`` (1-based): ``--shard 2/3``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    index: int
-    count: int
-
-    @classmethod
-    def parse(cls, value: object) -> Shard:
-        """``"K/N"`` (or a dumped shard) with 1 ≤ K ≤ N."""
-        if isinstance(value, Shard):
-            return value
-        if isinstance(value, dict):
-            value = f"{value.get('index')}/{value.get('count')}"
-        match = _SHARD.match(str(value))
-        if match is None:
-            raise ValueError(f"--shard must be K/N (e.g. 1/4), got {value!r}")
-        index, count = int(match[1]), int(match[2])
-        if not 1 <= index <= count:
-            raise ValueError(f"--shard {index}/{count}: K must be between 1 and N")
-        return cls(index=index, count=count)
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
 
 
 def shard_keys(tasks: Iterable[ProbeTask], shard: Shard | None) -> list[RecordKey]:
@@ -126,24 +97,23 @@ STUDY_FIELDS = (
 ``--out``, ``--api-base``, an agent's URL or ``--concurrency`` may differ)."""
 
 
-def study_file(run: MirageRun) -> StudyFile:
-    from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
+def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyFile:
+    from harness.kit.agents.factory import agent_spec
     from harness.kit.rundir import pack_digest
 
-    config = run.config
     study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
     study["summarizer"] = config.summarizer
     study["agent_kind"] = agent_spec(config.agent)[0] if config.agent else None
-    family = None if config.agent == OPENCLAW_AGENT else run.family_dir.name
     shard = None if config.shard is None else str(config.shard)
-    return StudyFile(
-        shard=shard, study=study, pack_digest=pack_digest(run.pack.root), family=family
-    )
+    return StudyFile(shard=shard, study=study, pack_digest=pack_digest(pack_root), family=family)
 
 
-def write_study(run: MirageRun) -> Path:
-    path = run.out / STUDY_FILE
-    path.write_text(study_file(run).model_dump_json(indent=2) + "\n", encoding="utf-8")
+def write_study(config: RunConfig, pack_root: Path, family: str | None) -> Path:
+    """``study.json`` of the run ``config`` (``family``: its checkpoint family, None for
+    OpenClaw)."""
+    path = config.out / STUDY_FILE
+    study = study_file(config, pack_root, family)
+    path.write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return path
 
 
