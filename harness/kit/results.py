@@ -214,6 +214,53 @@ class ResultsLog(Generic[RecordT]):
             self._records.append(record)
             return True
 
+    def replace(self, updates: Iterable[RecordT]) -> int:
+        """Swap in ``updates`` for the records with the same keys, atomically (other records
+        keep their place; a key not yet in the log is appended); returns how many records were
+        swapped or added.
+
+        The whole new file is written to ``<name>.tmp``, fsynced and locked, then renamed over
+        the log and the directory fsynced: a reader, or a kill at any moment, sees the old file
+        or the new one, never a torn line, and the lock never lapses (the new file is locked
+        before its name appears)."""
+        with self._lock:
+            if self._fd < 0:
+                raise ResultsLogError(f"{self.path} is closed")
+            pending = {record.key: record for record in updates}
+            changed = len(pending)
+            merged = [pending.pop(record.key, record) for record in self._records]
+            merged += pending.values()
+            self._fd = self._swap_in(merged)
+            self._records, self._keys = merged, {record.key for record in merged}
+            return changed
+
+    def _swap_in(self, records: list[RecordT]) -> int:
+        """Write ``records`` as the new log file; returns its open, locked descriptor (the old
+        one is closed)."""
+        temp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            data = b"".join((record.model_dump_json() + "\n").encode() for record in records)
+            _write_all(fd, data, temp)
+            os.fsync(fd)
+            os.replace(temp, self.path)
+            _fsync_directory(self.path.parent)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(self._fd)
+        return fd
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise ResultsLogError(f"short write to {path}")
+        view = view[written:]
+
 
 def rewrite_records(path: str | os.PathLike[str], records: Iterable[RecordT]) -> None:
     """Atomically replace a results file (used by rescore): temp file, fsync, rename.

@@ -9,6 +9,7 @@ the scoring profiles' names.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +21,34 @@ from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, Prof
 from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+class Shard(BaseModel):
+    """Shard ``index`` of ``count`` (1-based): ``--shard 2/3``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, value: object) -> Shard:
+        """``"K/N"`` (or a dumped shard) with 1 ≤ K ≤ N."""
+        if isinstance(value, Shard):
+            return value
+        if isinstance(value, dict):
+            value = f"{value.get('index')}/{value.get('count')}"
+        match = _SHARD.match(str(value))
+        if match is None:
+            raise ValueError(f"--shard must be K/N (e.g. 1/4), got {value!r}")
+        index, count = int(match[1]), int(match[2])
+        if not 1 <= index <= count:
+            raise ValueError(f"--shard {index}/{count}: K must be between 1 and N")
+        return cls(index=index, count=count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 class RunConfig(BaseModel):
@@ -91,6 +120,21 @@ class RunConfig(BaseModel):
         description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
         "the generated config",
     )
+    shard: Shard | None = Field(
+        default=None,
+        description="Run only shard K of N of the study's probes (K/N); `mirage merge` joins "
+        "the shards (harness.mirage.shards)",
+    )
+    retry_errors: bool = Field(
+        default=False,
+        description="Re-run exactly the probes recorded with a provider or agent error, "
+        "replacing their records (harness.mirage.retry)",
+    )
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard_text(cls, value: object) -> object:
+        return None if value is None else Shard.parse(value)
 
     @field_validator("summary_formats", mode="before")
     @classmethod

@@ -39,9 +39,10 @@ from harness.mirage.checkpoints import (
     read_checkpoint,
 )
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
+from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.references import is_reference
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
+from harness.mirage.shards import write_study
 from runtime.backbones import LOCAL_PREFIX
 
 if TYPE_CHECKING:
@@ -465,7 +466,15 @@ class MirageRun:
         """Refuse to resume result folders scored under another profile (their prompts differ
         too, so the records would not be comparable) or whose S2 came from another format."""
         from harness.kit.results import RESULTS_FILE, read_records
+        from harness.mirage.shards import shard_conflict
 
+        conflict = shard_conflict(self.out, self.config.shard)
+        if conflict is not None:
+            raise ResumeError(conflict)
+        if self.config.retry_errors and not any(
+            (folder / RESULTS_FILE).is_file() for folder in self.result_dirs()
+        ):
+            raise ResumeError(f"{self.out} has no results to retry: run without --retry-errors")
         formats = self.state_formats()
         for folder in self.result_dirs():
             if not (folder / RESULTS_FILE).is_file():
@@ -551,15 +560,21 @@ class MirageRun:
         return model_dir
 
     def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
-        """How many probes of ``checkpoints`` have no record in ``model_dir`` yet."""
-        from harness.kit.results import RESULTS_FILE, read_records
-        from harness.mirage.probes import plan_probes
+        """How many probes of ``checkpoints`` this run would still run in ``model_dir``: those
+        of its shard with no record yet, or with ``--retry-errors`` the failed ones."""
+        from harness.mirage.retry import pending_keys
 
-        results = model_dir / RESULTS_FILE
-        done = {r.key for r in read_records(results, ProbeRecord)} if results.is_file() else set()
-        questions = self.questions()
-        tasks = plan_probes(checkpoints, questions, self.config.conditions, self.config.repeats)
-        return sum(task.key not in done for task in tasks)
+        planned = self.planned_keys(checkpoints)
+        return len(pending_keys(model_dir, planned, self.config.retry_errors))
+
+    def planned_keys(self, checkpoints: dict[str, Checkpoint]) -> list[RecordKey]:
+        """The keys of every probe of this run's shard (the whole plan when unsharded)."""
+        from harness.mirage.probes import plan_probes
+        from harness.mirage.shards import shard_keys
+
+        config = self.config
+        tasks = plan_probes(checkpoints, self.questions(), config.conditions, config.repeats)
+        return shard_keys(tasks, config.shard)
 
     async def probe_states(
         self,
@@ -569,28 +584,31 @@ class MirageRun:
         memory: Any,
     ) -> None:
         """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
-        from harness.kit.results import ResultsLog
         from harness.kit.rundir import write_workspace_link
         from harness.mirage.probes import plan_probes, run_probes
+        from harness.mirage.retry import probe_target
 
         questions = self.questions()
         resolver = self.resolver()
         model_dir.mkdir(parents=True, exist_ok=True)
         write_workspace_link(model_dir, self.workspace)
-        with ResultsLog(model_dir / "results.jsonl", ProbeRecord) as results:
+        planned = set(self.planned_keys(checkpoints))
+        with probe_target(model_dir, self.config.retry_errors, planned) as target:
             for state, checkpoint in checkpoints.items():
-                tasks = list(
-                    plan_probes(
+                tasks = [
+                    task
+                    for task in plan_probes(
                         {state: checkpoint}, questions, self.config.conditions, self.config.repeats
                     )
-                )
-                if all(task.key in results for task in tasks):
+                    if target.wanted(task.key)
+                ]
+                if not tasks:
                     continue
                 memory.pin(checkpoint.manifest.workspace_version)
                 await run_probes(
                     agent,
                     tasks,
-                    results,
+                    target.log,
                     resolver,
                     self.scoring,
                     concurrency=self.config.concurrency,
@@ -618,6 +636,8 @@ class MirageRun:
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
+        family = None if self.config.agent == OPENCLAW_AGENT else self.family_dir.name
+        write_study(self.config, self.pack.root, family)
         index = self.prepare_workspace()
         try:
             folders = []

@@ -38,12 +38,14 @@ from runtime.backbones.base import Backbone, Completion
 from runtime.factory import new_session
 from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.profiles import resolve_profile
-from runtime.session import AgentConfig, CompactionRecord, Session
+from runtime.session import AgentConfig, CompactionRecord, Session, WorkspaceRef
 from runtime.snapshot import load_snapshot, session_bytes, session_from_payload
 from runtime.tokens import estimate_usage
 from runtime.toolset import Toolset
 
 log = structlog.get_logger(__name__)
+
+RUN_WORKSPACE = "workspace"  # the run's workspace, relative to its --out (MirageRun.workspace)
 
 SCRIPTED_ACKNOWLEDGEMENT = (
     "Understood. I have noted the details of this task and will keep your constraints in mind "
@@ -351,5 +353,16 @@ def build_trunk_agent(
     config = AgentConfig(
         model=model, context_window=profile.window, max_output_tokens=trunk.max_output_tokens
     )
-    session = new_session(config, profile.window, workspace)
+    session = reproducible(new_session(config, profile.window, workspace), trunk)
     return trunk_agent(session, trunk, profile, models, toolset, summary_format)
+
+
+def reproducible(session: Session, trunk: TrunkConfig) -> Session:
+    """The trunk's session with nothing that differs between two builds of one family: its id
+    is the family's and its workspace is named relative to the run folder, so the same trunk
+    configuration gives byte-identical checkpoints in any ``--out`` on any machine (the shards
+    of ``mirage run --shard K/N`` rebuild their trunk: ``harness.mirage.shards``)."""
+    workspace = None if session.workspace is None else WorkspaceRef(path=RUN_WORKSPACE)
+    return session.model_copy(
+        update={"session_id": f"trunk-{trunk.family_id()}", "workspace": workspace}
+    )

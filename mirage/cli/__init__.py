@@ -20,6 +20,7 @@ from mirage.cli import (
     cue,
     doctor,
     memory,
+    merge,
     pack,
     parse,
     report,
@@ -49,6 +50,7 @@ COMMAND_MODULES = (
     pack,
     report,
     run,
+    merge,
     agents,
     cue,
 )

@@ -279,6 +279,20 @@ def run(
             "merged over the generated config and checked by `openclaw config validate`",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only shard K of N (K/N) of the study's probes, e.g. on N machines with the "
+            "same flags and their own --out; `mirage merge` joins them (docs/running.md)",
+        ),
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(
+            help="Re-run exactly the probes recorded with a provider or agent error (same flags "
+            "otherwise), replacing their records atomically; nothing else runs",
+        ),
+    ] = DEFAULTS.retry_errors,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -318,6 +332,8 @@ def run(
         memory_url=memory_url,
         memory_token=memory_token,
         openclaw_config=openclaw_config,
+        shard=shard,
+        retry_errors=retry_errors,
     )
     if dry_run:
         typer.echo(_plan(config))
@@ -338,6 +354,22 @@ def run(
             typer.echo("\n" + compared.comparison.overview)
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
     typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
+    exit_on_failed_probes([files.report.parent for files in reports])
+
+
+def exit_on_failed_probes(folders: list[Path]) -> None:
+    """Name the failed probes (provider and agent errors) of each folder on stderr and exit 1
+    while any remain."""
+    from harness.mirage.retry import failures_line, folder_failures
+
+    counted = [(folder, folder_failures(folder)) for folder in folders]
+    failed = [(folder, summary) for folder, summary in counted if summary.total]
+    total = sum(summary.total for _, summary in failed)
+    typer.echo(f"failed probes (provider/agent errors): {total}")
+    for folder, summary in failed:
+        typer.echo(f"error: {failures_line(folder, summary)}", err=True)
+    if failed:
+        raise typer.Exit(code=EXIT_FAILURE)
 
 
 def _print_report(files: ReportFiles, config: RunConfig) -> None:

@@ -65,7 +65,8 @@ def run_dir(tmp_path: Path) -> Path:
 def test_write_report_files(run_dir: Path) -> None:
     files = write_report(run_dir)
     summary = json.loads(files.summary.read_text())
-    assert set(summary) == {"scoring", "runs", "states", "diagnostics", "usage"}
+    assert set(summary) == {"scoring", "runs", "states", "diagnostics", "failed_probes", "usage"}
+    assert summary["failed_probes"] == {"total": 0, "cells": {}, "probes": []}
     assert (summary["scoring"], summary["runs"]) == ("paper", 2)
     assert list(summary["states"]) == list(STATES)
     for conds in summary["states"].values():

@@ -2,9 +2,11 @@
 
 Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.aggregate``
 over the records of ``DIR/results.jsonl``, and the kit's report building blocks
-(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``usage``: tokens
-(input, cached read, cache write, output) and cost per model (``harness.mirage.costs``), and with
-several summary formats ``summary_formats`` (``harness.mirage.report.formats``); everything else
+(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``failed_probes`` (every
+probe recorded with a provider or agent error, per state and condition: ``harness.mirage.retry``)
+and ``usage``: tokens (input, cached read, cache write, output) and cost per model
+(``harness.mirage.costs``), and with several summary formats ``summary_formats``
+(``harness.mirage.report.formats``); everything else
 a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
 ``details.json``.
 """
@@ -27,6 +29,7 @@ from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import format_rows, formats_section
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
+from harness.mirage.retry import failure_summary, failures_section
 from harness.mirage.visibility import read_visibility
 
 SUMMARY_FILE = "summary.json"
@@ -169,9 +172,12 @@ def write_report(
     usage = {"usage": [u.model_dump(mode="json") for u in usages]}
     rows = format_rows(agg, records)
     by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
-    _write_json(files.summary, {**agg.summary(), **usage, **by_format})
+    failures = failure_summary(records)
+    failed = {"failed_probes": failures.model_dump(mode="json")}
+    _write_json(files.summary, {**agg.summary(), **failed, **usage, **by_format})
     _write_json(files.details, details(agg))
-    sections = render_markdown(agg, figures, note=note) + formats_section(out, agg, records)
+    sections = render_markdown(agg, figures, note=note) + failures_section(failures)
+    sections += formats_section(out, agg, records)
     sections += _usage_section(usages)
     instrument, _ = check_section({answerer_label(out, records): records})
     sections += _attribution_section(out) + (f"\n{instrument}\n" if instrument else "")

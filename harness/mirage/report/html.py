@@ -233,6 +233,7 @@ def render_html(
     """The page for ``answerers`` (label -> result folder, records, aggregate)."""
     from harness.mirage.report import tables
     from harness.mirage.report.formats import format_rows, format_table, read_summaries
+    from harness.mirage.retry import failure_summary, failures_table
 
     probes = []
     sections = []
@@ -245,6 +246,9 @@ def render_html(
             ("Retrieval-path composition", tables.paths_table(agg)),
             ("GC, VC and OG by retrieval path", tables.path_grounding_table(agg)),
         ]
+        failures = failure_summary(records)
+        if failures.total:
+            named.append(("Failed probes (provider and agent errors)", failures_table(failures)))
         rows = format_rows(agg, records)
         if rows:
             named.append(
