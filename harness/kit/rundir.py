@@ -40,6 +40,14 @@ def pack_digest(pack_root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def run_config_path(result_dir: Path) -> Path | None:
+    """The ``run.json`` of a result folder: in it, or in the run folder holding it."""
+    for candidate in (result_dir / RUN_CONFIG, result_dir.parent / RUN_CONFIG):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 class WorkspaceNotFoundError(FileNotFoundError):
     """No workspace could be found for a result folder."""
 

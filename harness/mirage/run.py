@@ -24,7 +24,7 @@ import structlog
 
 from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.memory import memory_endpoint
-from harness.kit.rundir import RUN_CONFIG, model_slug, pack_digest
+from harness.kit.rundir import model_slug, pack_digest
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -62,6 +62,7 @@ class RunInputError(RuntimeError):
 @contextmanager
 def bad_files_reported() -> Iterator[None]:
     """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
+    from harness.kit.outlock import OutLockedError
     from harness.kit.packfiles import PackFormatError
     from harness.kit.results import ResultsLogError
     from harness.mirage.packs.schema import PackPathError
@@ -70,7 +71,7 @@ def bad_files_reported() -> Iterator[None]:
         yield
     except PackFormatError as exc:
         raise RunInputError(exc.summary()) from exc
-    except (PackPathError, CheckpointError, ResultsLogError) as exc:
+    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError) as exc:
         raise RunInputError(str(exc)) from exc
 
 
@@ -596,17 +597,20 @@ class MirageRun:
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files
-        and aggregate in ``self.reports``)."""
-        with bad_files_reported():
+        and aggregate in ``self.reports``); one run at a time per output folder."""
+        from harness.kit.outlock import out_lock
+
+        with bad_files_reported(), out_lock(self.out):
             return await self._stages()
 
     async def _stages(self) -> list[Path]:
+        from harness.mirage.provenance import write_run_config
         from harness.mirage.report import write_report
 
         self.check_resumable()
         self._check_models()
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
+        write_run_config(self)  # the options and the provenance (the first run's on a resume)
         index = self.prepare_workspace()
         try:
             folders = []

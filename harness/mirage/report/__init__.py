@@ -18,7 +18,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.kit.provenance import (
+    Provenance,
+    provenance_lines,
+    provenance_markdown,
+    read_provenance,
+)
 from harness.kit.results import read_records
+from harness.kit.rundir import run_config_path
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
 from harness.mirage.records import ProbeRecord
@@ -65,11 +72,16 @@ def scoring_line(agg: Aggregate) -> str:
 
 
 def render_markdown(
-    agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report", note: str | None = None
+    agg: Aggregate,
+    figures: Iterable[Path],
+    title: str = "MIRAGE report",
+    note: str | None = None,
+    provenance: Provenance | None = None,
 ) -> str:
     roles = agg.roles
     sections = [
         f"# {title}",
+        provenance_markdown(provenance),
         scoring_line(agg) + (f" {note}" if note else ""),
         "All metrics are computed from the indicator fields of `results.jsonl` "
         f"(definitions: docs/metrics.md). Runs: {agg.runs}. Percentages are means of the "
@@ -125,6 +137,12 @@ def _attribution_section(directory: Path) -> str:
     return "\n## Memory-server attribution (agent under test)\n\n" + summary_text(summary) + "\n"
 
 
+def run_provenance_of(directory: Path) -> Provenance | None:
+    """The provenance ``mirage run`` recorded for a result folder (its ``run.json``)."""
+    path = run_config_path(directory)
+    return read_provenance(path) if path is not None else None
+
+
 def write_report(
     directory: str | os.PathLike[str],
     records: Iterable[ProbeRecord] | None = None,
@@ -150,13 +168,21 @@ def write_report(
     usage = {"usage": [u.model_dump(mode="json") for u in usages]}
     rows = format_rows(agg, records)
     by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
-    _write_json(files.summary, {**agg.summary(), **usage, **by_format})
+    provenance = run_provenance_of(out)
+    block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
+    _write_json(files.summary, {**block, **agg.summary(), **usage, **by_format})
     _write_json(files.details, details(agg))
-    sections = render_markdown(agg, figures, note=note) + formats_section(out, agg, records)
+    sections = render_markdown(agg, figures, note=note, provenance=provenance)
+    sections += formats_section(out, agg, records)
     sections += _usage_section(usages)
     files.report.write_text(sections + _attribution_section(out), encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
-        files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""
+        files.html,
+        f"MIRAGE report — {label}",
+        {label: (out, records, agg)},
+        figures,
+        note or "",
+        provenance_lines(provenance) if provenance else [],
     )
     return files

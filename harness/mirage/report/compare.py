@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from harness.kit.provenance import differing_fields
 from harness.kit.report.tables import fmt, markdown_table
 from harness.kit.results import RESULTS_FILE
-from harness.kit.rundir import RUN_CONFIG
+from harness.kit.rundir import run_config_path
 from harness.kit.stats import Interval, wilson_interval
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.checkpoints import base_state
@@ -95,6 +96,7 @@ class Comparison(BaseModel):
     summaries: dict[str, dict[str, object]]  # label -> the answerer's summary.json
     compliance: list[dict[str, object]]
     summary_formats: dict[str, list[FormatRow]] = {}  # label -> SC/GC per format (appendix A.2)
+    provenance_differences: dict[str, dict[str, str]] = {}  # field -> label -> value
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -114,16 +116,16 @@ def result_dirs(paths: Sequence[Path]) -> list[Path]:
 
 
 def _run_config(directory: Path) -> dict[str, object]:
-    for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
-        if candidate.is_file():
-            try:
-                loaded = json.loads(candidate.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ComparisonInputError(
-                    f"{candidate}: not valid JSON ({exc.msg}, line {exc.lineno}); restore the "
-                    "run's configuration or delete the file"
-                ) from exc
-            return loaded if isinstance(loaded, dict) else {}
+    candidate = run_config_path(directory)
+    if candidate is not None:
+        try:
+            loaded = json.loads(candidate.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ComparisonInputError(
+                f"{candidate}: not valid JSON ({exc.msg}, line {exc.lineno}); restore the "
+                "run's configuration or delete the file"
+            ) from exc
+        return loaded if isinstance(loaded, dict) else {}
     return {}
 
 
@@ -393,6 +395,34 @@ def _formats_section(comparison: Comparison) -> str:
     return "\n\n".join(parts)
 
 
+def provenance_differences(
+    labelled: Sequence[tuple[Path, str]], labels: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """Where the runs' recorded provenance differs (software, models, pack, machine)."""
+    from harness.mirage.report import run_provenance_of
+
+    blocks = {
+        label: run_provenance_of(directory)
+        for (directory, _), label in zip(labelled, labels, strict=True)
+    }
+    return differing_fields(blocks)
+
+
+def _provenance_section(comparison: Comparison) -> str:
+    rows = comparison.provenance_differences
+    if not rows:
+        return (
+            "## Provenance\n\nThe runs' provenance agrees (mirage, commit, pack, models, "
+            "libraries, Python, CPU)."
+        )
+    labels = [a.label for a in comparison.answerers]
+    table = markdown_table(
+        ["field", *labels],
+        [[key, *(row.get(label, "") for label in labels)] for key, row in rows.items()],
+    )
+    return "## Provenance differences\n\nWhere the runs' `provenance` blocks differ:\n\n" + table
+
+
 def render_comparison(
     comparison: Comparison, aggregates: dict[str, Aggregate], figures: Sequence[Path]
 ) -> str:
@@ -404,6 +434,7 @@ def render_comparison(
         else "**NOT COMPARABLE** — the runs differ: " + "; ".join(comparison.differences) + "."
     )
     sections = ["# MIRAGE comparison", banner, _facts_table(comparison.answerers)]
+    sections.append(_provenance_section(comparison))
     sections.append("## Table 1 — metrics per model, state and condition")
     sections += [f"### {c}\n\n{t}" for c, t in table1_blocks(aggregates).items()]
     sections.append("## Table 2 — cross-state diagnostics per model")
@@ -463,6 +494,7 @@ def write_comparison(
         summaries={label: agg.summary() for label, agg in aggregates.items()},
         compliance=find_compliance([out, *answerers, *(d.parent for d in answerers)]),
         summary_formats=compared_formats(aggregates, records),
+        provenance_differences=provenance_differences(labelled, labels),
     )
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
