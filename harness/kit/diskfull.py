@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOW_SPACE_BYTES = 1 << 20
-"""Below this much free space an SQLite ``disk I/O error`` is taken for a full disk."""
+"""Below this much free space a storage error that does not say why (SQLite's ``disk I/O
+error``, chromadb's ``InternalError``) is taken for a full disk."""
 FULL_TEXTS = ("no space left on device", "database or disk is full", "disk quota exceeded")
 
 
@@ -71,11 +72,22 @@ def _low_space(folder: Path | None) -> bool:
 def disk_full(error: BaseException, out: Path | None = None) -> DiskFull | None:
     """The full disk behind ``error`` (``out``: the folder the run writes under, named when
     the failing file is not known), or None when the error has another cause."""
-    for item in _chain(error):
+    somewhere = f"a file under {out}" if out else "the output folder"
+    chain = list(_chain(error))
+    for item in chain:
         if isinstance(item, OSError) and item.errno in (errno.ENOSPC, errno.EDQUOT):
-            return DiskFull(str(item.filename or out or "the output folder"))
-        text = str(item).lower()
-        sqlite_io = isinstance(item, sqlite3.OperationalError) and "disk i/o error" in text
-        if any(t in text for t in FULL_TEXTS) or (sqlite_io and _low_space(out)):
-            return DiskFull(f"a file under {out}" if out else "the output folder")
+            named = item.filename2 or item.filename  # a copy names its source first
+            return DiskFull(str(named) if named else somewhere)
+        if any(text in str(item).lower() for text in FULL_TEXTS):
+            return DiskFull(somewhere)
+    if any(_storage_error(item) for item in chain) and _low_space(out):
+        return DiskFull(somewhere)
     return None
+
+
+def _storage_error(error: BaseException) -> bool:
+    """An error of the storage layers that hide ENOSPC behind their own words (SQLite's
+    ``disk I/O error``, chromadb's ``Failed to apply logs``): a full disk when space is low."""
+    return isinstance(error, OSError | sqlite3.Error) or type(error).__module__.startswith(
+        "chromadb"
+    )

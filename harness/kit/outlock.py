@@ -62,7 +62,9 @@ def out_lock(out: Path) -> Iterator[Path]:
             log.warning("outlock.stale_lock_taken_over", path=str(path), dead_pid=stale)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield path
-        os.ftruncate(fd, 0)  # a clean exit leaves no pid behind
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)  # an exit, clean or by an error, leaves no pid behind
     finally:
         os.close(fd)
