@@ -6,8 +6,9 @@ embedder, the conditions, and the software and machine; written into ``<model>/r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
+from harness.cue.config import CueRunConfig
 from harness.kit.provenance import (
     Provenance,
     embedder_provenance,
@@ -18,18 +19,14 @@ from harness.kit.provenance import (
     read_provenance,
 )
 
-if TYPE_CHECKING:
-    from harness.cue.run import CueRun
 
-
-def cue_provenance(run: CueRun, run_file: Path) -> Provenance:
+def cue_provenance(config: CueRunConfig, pack: Any, digest: str, run_file: Path) -> Provenance:
     """This run's block, or the earlier run's in ``run_file`` with a note of what changed."""
-    config = run.config
-    questions = list(run.pack.questions)
+    questions = list(pack.questions)
     now = Provenance(
         **machine_fields(),  # type: ignore[arg-type]
-        pack=run.pack.name,
-        pack_digest=run.digest,
+        pack=pack.name,
+        pack_digest=digest,
         questions=len(questions),
         questions_digest=questions_digest(questions),
         models=[

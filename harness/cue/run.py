@@ -136,7 +136,9 @@ class CueRun:
             "config": json.loads(self.config.model_dump_json()),
             "pack": self.pack.name,
             "pack_digest": self.digest,
-            "provenance": cue_provenance(self, path).model_dump(mode="json"),
+            "provenance": cue_provenance(self.config, self.pack, self.digest, path).model_dump(
+                mode="json"
+            ),
         }
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 

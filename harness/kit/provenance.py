@@ -182,11 +182,15 @@ def cached_file_sha256(path: Path) -> str:
     return digest
 
 
+def json_digest(payload: object) -> str:
+    """A short digest of a JSON-able value (keys sorted)."""
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
 def questions_digest(questions: Sequence[BaseModel]) -> str:
     """A digest of the questions a run asks (ids, wording, golds), in the run's order."""
-    dumped = [json.loads(q.model_dump_json()) for q in questions]
-    payload = json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()
-    return hashlib.sha256(payload).hexdigest()[:16]
+    return json_digest([json.loads(q.model_dump_json()) for q in questions])
 
 
 def model_provenance(

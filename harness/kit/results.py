@@ -214,7 +214,6 @@ class ResultsLog(Generic[RecordT]):
             self._records.append(record)
             return True
 
-
     def _write_whole(self, line: bytes) -> None:
         """Append and fsync ``line``, or leave the file as it was: a failed or short write (a
         full disk) is cut back off, so no torn line is left for the resume to repair."""

@@ -8,28 +8,41 @@ run's block and adds a note when its own differs.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.provenance import (
     ModelProvenance,
     Provenance,
     embedder_provenance,
+    json_digest,
     machine_fields,
     model_provenance,
     on_resume,
-    questions_digest,
     read_provenance,
 )
 from harness.kit.rundir import RUN_CONFIG
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.config import RunConfig
 from memory_server.store import atomic_write_bytes
 
-if TYPE_CHECKING:
-    from harness.mirage.run import MirageRun
+
+class MirageRunLike(Protocol):
+    """What the provenance reads of a ``MirageRun`` (``harness.mirage.run``)."""
+
+    config: RunConfig
+    out: Path
+    pack: Any
+    profile: Any
+    backbones: dict[str, Any]
+
+    def trunk_config(self) -> Any: ...
+
+    def questions(self) -> list[tuple[str, str, Any]]: ...
 
 
-def _models(run: MirageRun) -> list[ModelProvenance]:
+def _models(run: MirageRunLike) -> list[ModelProvenance]:
     config = run.config
     given = set(run.backbones)
     roles: list[tuple[str, str]] = []
@@ -51,7 +64,7 @@ def _models(run: MirageRun) -> list[ModelProvenance]:
     return [*models, embedder_provenance()]
 
 
-def _openclaw_version(run: MirageRun) -> str | None:
+def _openclaw_version(run: MirageRunLike) -> str | None:
     if run.config.agent != OPENCLAW_AGENT:
         return None
     from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
@@ -60,17 +73,16 @@ def _openclaw_version(run: MirageRun) -> str | None:
     return install.version if install is not None else f"{DEFAULT_OPENCLAW_VERSION} (not installed)"
 
 
-def run_provenance(run: MirageRun) -> Provenance:
+def run_provenance(run: MirageRunLike) -> Provenance:
     """This run's provenance as of now."""
-    from harness.mirage.run import select_questions
-
-    questions = select_questions(list(run.pack.questions), run.config.limit)
+    questions = run.questions()
+    asked = [[qid, text, gold.model_dump(mode="json")] for qid, text, gold in questions]
     return Provenance(
         **machine_fields(),  # type: ignore[arg-type]
         pack=run.pack.name,
         pack_digest=run.trunk_config().pack_digest,
         questions=len(questions),
-        questions_digest=questions_digest(questions),
+        questions_digest=json_digest(asked),
         models=_models(run),
         scoring=run.config.scoring,
         depth_profile=run.profile.name,
@@ -80,7 +92,7 @@ def run_provenance(run: MirageRun) -> Provenance:
     )
 
 
-def write_run_config(run: MirageRun) -> Provenance:
+def write_run_config(run: MirageRunLike) -> Provenance:
     """``run.json``: the run's options and its provenance (the first run's, on a resume)."""
     path = run.out / RUN_CONFIG
     earlier = read_provenance(path) if path.is_file() else None
