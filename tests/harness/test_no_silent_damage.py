@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from harness.kit.results import read_records
@@ -59,7 +60,8 @@ def _copy(finished: Path, tmp_path: Path) -> tuple[Path, Path]:
     return copy, family
 
 
-def _resume(copy: Path) -> object:
+def _resume(copy: Path) -> Result:
+    """A resume through the command line (it fails before any model is needed)."""
     return CliRunner().invoke(app, [*RUN, "--out", str(copy)])
 
 
@@ -94,9 +96,9 @@ def test_a_damaged_family_record_is_restored_from_the_manifests(
     broken = text[: len(text) // 2] if damage == "truncated" else json.dumps({"trunk": [1, 2]})
     record.write_text(broken)
     before = (copy / "oracle" / "results.jsonl").read_bytes()
-    result = _resume(copy)
-    assert result.exit_code == 0, result.output
-    assert "checkpoints.family_record_restored" in result.output
+    resumed = _driver(copy)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "checkpoints.family_record_restored" in resumed.stderr
     restored = FamilyRecord.model_validate_json(record.read_text())
     assert restored.trunk.family_id() == family.name
     assert (copy / "oracle" / "results.jsonl").read_bytes() == before  # nothing re-ran
@@ -142,8 +144,9 @@ def test_a_resume_keeps_the_first_provenance_and_notes_the_difference(
     copy, _ = _copy(finished, tmp_path)
     block = json.loads((copy / "run.json").read_text())["provenance"]
     _edit_provenance(copy, commit="0" * 40, libraries={**block["libraries"], "litellm": "0.0.1"})
-    result = _resume(copy)
-    assert result.exit_code == 0, result.output
+    resumed = _driver(copy)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "provenance.resumed_with_differences" in resumed.stderr
     kept = json.loads((copy / "run.json").read_text())["provenance"]
     assert kept["commit"] == "0" * 40 and kept["libraries"]["litellm"] == "0.0.1"
     (note,) = kept["resumed"]

@@ -96,7 +96,7 @@ class Comparison(BaseModel):
     summaries: dict[str, dict[str, object]]  # label -> the answerer's summary.json
     compliance: list[dict[str, object]]
     summary_formats: dict[str, list[FormatRow]] = {}  # label -> SC/GC per format (appendix A.2)
-    provenance_differences: dict[str, dict[str, str]] = {}  # field -> label -> value
+    provenance_differences: dict[str, dict[str, str]] = {}  # field -> result folder -> value
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -395,17 +395,12 @@ def _formats_section(comparison: Comparison) -> str:
     return "\n\n".join(parts)
 
 
-def provenance_differences(
-    labelled: Sequence[tuple[Path, str]], labels: Sequence[str]
-) -> dict[str, dict[str, str]]:
-    """Where the runs' recorded provenance differs (software, models, pack, machine)."""
+def provenance_differences(directories: Sequence[Path]) -> dict[str, dict[str, str]]:
+    """Where the runs' recorded provenance differs (software, models, pack, machine): field ->
+    result folder -> value (folders, not labels: two runs' labels can coincide)."""
     from harness.mirage.report import run_provenance_of
 
-    blocks = {
-        label: run_provenance_of(directory)
-        for (directory, _), label in zip(labelled, labels, strict=True)
-    }
-    return differing_fields(blocks)
+    return differing_fields({str(d): run_provenance_of(d) for d in directories})
 
 
 def _provenance_section(comparison: Comparison) -> str:
@@ -415,10 +410,10 @@ def _provenance_section(comparison: Comparison) -> str:
             "## Provenance\n\nThe runs' provenance agrees (mirage, commit, pack, models, "
             "libraries, Python, CPU)."
         )
-    labels = [a.label for a in comparison.answerers]
+    people = comparison.answerers
+    header = ["field", *(f"{a.label} ({a.directory})" for a in people)]
     table = markdown_table(
-        ["field", *labels],
-        [[key, *(row.get(label, "") for label in labels)] for key, row in rows.items()],
+        header, [[key, *(row.get(a.directory, "") for a in people)] for key, row in rows.items()]
     )
     return "## Provenance differences\n\nWhere the runs' `provenance` blocks differ:\n\n" + table
 
@@ -494,7 +489,7 @@ def write_comparison(
         summaries={label: agg.summary() for label, agg in aggregates.items()},
         compliance=find_compliance([out, *answerers, *(d.parent for d in answerers)]),
         summary_formats=compared_formats(aggregates, records),
-        provenance_differences=provenance_differences(labelled, labels),
+        provenance_differences=provenance_differences(list(answerers)),
     )
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
