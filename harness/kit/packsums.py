@@ -11,12 +11,12 @@ does not change the key of its checkpoint families and results.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from memory_server.store import sha256_file
+
 SUMS_FILE = "SHA256SUMS"
-CHUNK_BYTES = 1 << 20
 
 
 class PackSumsError(ValueError):
@@ -26,15 +26,6 @@ class PackSumsError(ValueError):
         super().__init__(f"{file}: {problem}")
         self.file = file
         self.problem = problem
-
-
-def file_sha256(path: Path) -> str:
-    """The hex SHA-256 of one file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def pack_files(root: Path) -> Iterator[Path]:
@@ -49,7 +40,7 @@ def pack_files(root: Path) -> Iterator[Path]:
 
 def sums_text(root: Path) -> str:
     """The ``SHA256SUMS`` text of the folder as it is now."""
-    lines = (f"{file_sha256(p)}  {p.relative_to(root).as_posix()}\n" for p in pack_files(root))
+    lines = (f"{sha256_file(p)}  {p.relative_to(root).as_posix()}\n" for p in pack_files(root))
     return "".join(lines)
 
 
@@ -90,7 +81,7 @@ def check_sums(root: Path) -> bool:
     for name, digest in listed.items():
         if name not in present:
             raise PackSumsError(root / name, f"listed in {SUMS_FILE} but missing; {fix}")
-        if file_sha256(present[name]) != digest:
+        if sha256_file(present[name]) != digest:
             raise PackSumsError(root / name, f"does not match {SUMS_FILE}; {fix}")
     unlisted = sorted(set(present) - set(listed))
     if unlisted:

@@ -28,7 +28,7 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.kit.packsums import file_sha256
+from memory_server.store import HashCache
 from runtime.backbones import LOCAL_PREFIX
 
 log = structlog.get_logger(__name__)
@@ -158,27 +158,12 @@ def _cache_path() -> Path:
 def cached_file_sha256(path: Path) -> str:
     """``path``'s SHA-256, from the digest cache when its size and mtime have not changed."""
     resolved = path.resolve()
-    stat = resolved.stat()
-    key = f"{resolved}|{stat.st_size}|{stat.st_mtime_ns}"
-    cache = _cache_path()
+    cache = HashCache(_cache_path())
+    digest, _ = cache.digest(str(resolved), resolved)
     try:
-        known = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    if not isinstance(known, dict):
-        known = {}
-    digest = known.get(key)
-    if isinstance(digest, str):
-        return digest
-    digest = file_sha256(resolved)
-    known[key] = digest
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps(known, indent=1), encoding="utf-8")
-        temp.replace(cache)
+        cache.save(keep=cache.keys())
     except OSError as exc:  # a read-only cache costs a re-hash next time, nothing more
-        log.warning("provenance.digest_cache_unwritable", path=str(cache), error=str(exc))
+        log.warning("provenance.digest_cache_unwritable", path=str(_cache_path()), error=str(exc))
     return digest
 
 
