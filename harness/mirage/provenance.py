@@ -27,6 +27,8 @@ from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from memory_server.store import atomic_write_bytes
 
+RUN_CONFIG_MODE = 0o644
+
 
 class MirageRunLike(Protocol):
     """What the provenance reads of a ``MirageRun`` (``harness.mirage.run``)."""
@@ -102,4 +104,5 @@ def write_run_config(run: MirageRunLike) -> Provenance:
         "provenance": block.model_dump(mode="json"),
     }
     atomic_write_bytes(path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+    path.chmod(RUN_CONFIG_MODE)  # readable as before (the temporary file was private)
     return block
