@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +126,7 @@ class MirageRun:
         self.workspace = self.out / "workspace"
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
         self._trunk_task: Any = None  # the trunk's progress task
+        self._held = ExitStack()  # the output folder's run lock, while ``execute`` runs
 
     def _check_models(self) -> None:
         """Every model this run still needs exists, before any work: answerers with probes to
@@ -598,18 +599,17 @@ class MirageRun:
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files
         and aggregate in ``self.reports``); one run at a time per output folder."""
-        from harness.kit.outlock import out_lock
-
-        with bad_files_reported(), out_lock(self.out):
+        with bad_files_reported(), ExitStack() as self._held:
             return await self._stages()
 
     async def _stages(self) -> list[Path]:
+        from harness.kit.outlock import out_lock
         from harness.mirage.provenance import write_run_config
         from harness.mirage.report import write_report
 
         self.check_resumable()
         self._check_models()
-        self.out.mkdir(parents=True, exist_ok=True)
+        self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
         write_run_config(self)  # the options and the provenance (the first run's on a resume)
         index = self.prepare_workspace()
         try:
