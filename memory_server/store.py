@@ -69,6 +69,9 @@ class HashCache:
         self._dirty = True
         return sha, stat.st_size
 
+    def keys(self) -> set[str]:
+        return set(self._entries)
+
     def save(self, keep: set[str]) -> None:
         stale = set(self._entries) - keep
         for key in stale:

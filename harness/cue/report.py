@@ -13,13 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from harness.cue.config import CueRunConfig
 from harness.cue.metrics import RETRIEVAL_CUTOFFS, ConditionMetrics, all_metrics, stratum_outcomes
 from harness.cue.records import RESULTS_FILE, CueRecord
 from harness.cue.schema import MEMORY_TASKS, TASK_LABELS, Setting, Task
 from harness.cue.stats import ContrastResult, apply_holm, bootstrap_contrast
+from harness.kit.provenance import Provenance, provenance_markdown
 from harness.kit.report.tables import fmt, markdown_table
 from harness.kit.results import read_records
 from runtime.backbones.base import LOCAL_PREFIX
@@ -88,6 +89,7 @@ def summary_payload(
     contrasts: list[ContrastResult],
 ) -> dict[str, Any]:
     return {
+        "provenance": run.get("provenance"),
         "pack": run["pack"],
         "pack_digest": run["pack_digest"],
         "model": config.model,
@@ -195,6 +197,14 @@ def contrast_table(contrasts: list[ContrastResult]) -> str:
     return markdown_table(header, rows) if rows else "No contrasts declared."
 
 
+def _provenance(run: dict[str, Any]) -> Provenance | None:
+    block = run.get("provenance")
+    try:
+        return Provenance.model_validate(block) if block is not None else None
+    except ValidationError:
+        return None
+
+
 def render_markdown(
     config: CueRunConfig,
     run: dict[str, Any],
@@ -205,6 +215,7 @@ def render_markdown(
     memory_tasks = ", ".join(TASK_LABELS[t] for t in MEMORY_TASKS)
     sections = [
         f"# CUE-Mem report — {run['pack']} · {config.model}",
+        provenance_markdown(_provenance(run)),
         SMALL_MODEL_NOTE if config.model.startswith(LOCAL_PREFIX) else "",
         "Definitions: docs/cue.md. Accuracy in percent, profiles equally weighted within a task; "
         f"Memory Avg = mean of {memory_tasks}; EI-Gap = explicit − implicit Memory Avg (points); "

@@ -118,7 +118,10 @@ class CueRun:
         return self._backbone
 
     def _claim_folder(self) -> None:
-        """Write run.json, refusing a folder that holds results of another pack or model."""
+        """Write run.json (options, pack digest, provenance: the first run's on a resume),
+        refusing a folder that holds results of another pack or model."""
+        from harness.cue.provenance import cue_provenance
+
         self.model_dir.mkdir(parents=True, exist_ok=True)
         path = self.model_dir / RUN_FILE
         if path.is_file():
@@ -133,6 +136,9 @@ class CueRun:
             "config": json.loads(self.config.model_dump_json()),
             "pack": self.pack.name,
             "pack_digest": self.digest,
+            "provenance": cue_provenance(self.config, self.pack, self.digest, path).model_dump(
+                mode="json"
+            ),
         }
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 

@@ -15,6 +15,7 @@ the file and line.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -25,6 +26,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import structlog
 from pydantic import ValidationError
+
+from harness.kit.diskfull import DiskFullError
 
 log = structlog.get_logger(__name__)
 
@@ -206,13 +209,28 @@ class ResultsLog(Generic[RecordT]):
                 raise ResultsLogError(f"{self.path} is closed")
             if record.key in self._keys:
                 return False
-            written = os.write(self._fd, line)
-            if written != len(line):
-                raise ResultsLogError(f"short write to {self.path}: {written}/{len(line)} bytes")
-            os.fsync(self._fd)
+            self._write_whole(line)
             self._keys.add(record.key)
             self._records.append(record)
             return True
+
+    def _write_whole(self, line: bytes) -> None:
+        """Append and fsync ``line``, or leave the file as it was: a failed or short write (a
+        full disk) is cut back off, so no torn line is left for the resume to repair."""
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise DiskFullError(self.path, f"short write: {written}/{len(line)} bytes")
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError:
+                log.warning("results.cut_back_failed", path=str(self.path), offset=start)
+            if exc.errno == errno.ENOSPC and not exc.filename:
+                raise DiskFullError(self.path) from exc
+            raise
 
     def replace(self, updates: Iterable[RecordT]) -> int:
         """Swap in ``updates`` for the records with the same keys, atomically (other records

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from harness.kit.packsums import pack_files
+
 WORKSPACE_LINK = "workspace-link.json"
 RUN_CONFIG = "run.json"
 
@@ -29,14 +31,21 @@ def model_slug(model: str) -> str:
 
 
 def pack_digest(pack_root: Path) -> str:
-    """Hash of every file in the pack folder (a symlink out of the folder is not followed)."""
-    root = pack_root.resolve()
+    """Hash of every file in the pack folder (a symlink out of the folder is not followed);
+    its ``SHA256SUMS`` is left out, so locking a pack keeps its digest."""
     digest = hashlib.sha256()
-    inside = (p for p in pack_root.rglob("*") if p.resolve().is_relative_to(root))
-    for path in sorted(p for p in inside if p.is_file()):
+    for path in pack_files(pack_root):
         digest.update(str(path.relative_to(pack_root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def run_config_path(result_dir: Path) -> Path | None:
+    """The ``run.json`` of a result folder: in it, or in the run folder holding it."""
+    for candidate in (result_dir / RUN_CONFIG, result_dir.parent / RUN_CONFIG):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 class WorkspaceNotFoundError(FileNotFoundError):

@@ -19,8 +19,11 @@ renamed into place, and ``family.json`` is written the same way only after every
 the family; so a kill (or a native crash in the model) at any moment leaves either a finished
 family or an unfinished one, whose trunk the next run rebuilds from scratch (``family_lock``
 keeps a concurrent run from rebuilding a family another run is building). A *finished*
-family with a missing or corrupt checkpoint is refused with the file and the fix (delete the
-family folder): rebuilding it silently could mix results from two different trunks.
+family with a missing or corrupt checkpoint (a snapshot whose session does not parse included,
+even when its hash is consistent) is refused with the file and the fix (delete the family
+folder): rebuilding it silently could mix results from two different trunks. A damaged
+``family.json`` itself (truncated, wrong types, another trunk) is rewritten from the intact
+checkpoints' manifests with a warning, or refused when they cannot vouch for it.
 """
 
 from __future__ import annotations
@@ -204,20 +207,85 @@ def read_checkpoint(directory: Path) -> Checkpoint:
         raise CheckpointError(f"{path}: not a valid manifest ({where}: {first['msg']})") from exc
     checkpoint = Checkpoint(directory=directory, manifest=manifest)
     try:
-        header, _ = read_snapshot_bytes(checkpoint.snapshot_path)
+        header, payload = read_snapshot_bytes(checkpoint.snapshot_path)
     except SnapshotError as exc:
         raise CheckpointError(_first_line(exc)) from exc
     if header.sha256 != manifest.snapshot_sha256:
         raise CheckpointError(f"{path}: names a snapshot whose hash differs from its own")
+    _check_session(checkpoint.snapshot_path, payload)
     return checkpoint
+
+
+def _check_session(path: Path, payload: bytes) -> None:
+    """A snapshot whose hash is right can still hold a session of the wrong shape (written by
+    hand, or by another version): refused at family load, not at the first probe."""
+    try:
+        Session.model_validate_json(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "session"
+        raise CheckpointError(
+            f"{path}: does not hold a valid session ({where}: {first['msg']})"
+        ) from exc
+
+
+class FamilyRecord(BaseModel):
+    """What ``family.json`` must hold: the trunk configuration the family's name hashes."""
+
+    model_config = ConfigDict(extra="allow")
+
+    trunk: TrunkConfig
+
+
+def _family_record_problem(family_dir: Path) -> str | None:
+    """Why ``family.json`` is unusable (unreadable, wrong shape, another trunk), or None."""
+    path = family_dir / FAMILY_FILE
+    try:
+        record = FamilyRecord.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        return f"cannot read ({exc.strerror or exc})"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "family.json"
+        return f"not a valid family record ({where}: {first['msg']})"
+    if record.trunk.family_id() != family_dir.name:
+        return f"names trunk {record.trunk.family_id()}, not this folder's {family_dir.name}"
+    return None
+
+
+def _restore_family_record(family_dir: Path, states: list[str], problem: str) -> None:
+    """Rewrite a damaged ``family.json`` from the checkpoints' manifests, when every state is
+    there, intact and of this folder's trunk; else refuse with the fix."""
+    path = family_dir / FAMILY_FILE
+    refuse = f"{path}: {problem}; delete {family_dir} to rebuild this trunk on the next run"
+    try:
+        checkpoints = {state: read_checkpoint(family_dir / state) for state in states}
+    except CheckpointError as exc:
+        raise CheckpointError(f"{refuse} (its checkpoints cannot restore it: {exc})") from exc
+    trunks = {cp.manifest.trunk for cp in checkpoints.values()}
+    if len(trunks) != 1 or next(iter(trunks)).family_id() != family_dir.name:
+        raise CheckpointError(f"{refuse} (its checkpoints are of another trunk)")
+    log.warning("checkpoints.family_record_restored", path=str(path), problem=problem)
+    summary: dict[str, object] = {
+        "turns": max(cp.manifest.trunk_position for cp in checkpoints.values()),
+        "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
+        "branch_point": (family_dir / BRANCH_POINT / MANIFEST).is_file(),
+        "restored_from_manifests": problem,
+    }
+    mark_family_complete(family_dir, next(iter(trunks)), summary)
 
 
 def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | None:
     """All checkpoints of a finished family, or None when the family was never finished (the
-    trunk was interrupted; ``discard_unfinished_family`` clears it for the rebuild). A finished
-    family with a missing or corrupt checkpoint raises ``CheckpointError`` saying what to do."""
+    trunk was interrupted; ``discard_unfinished_family`` clears it for the rebuild). A damaged
+    ``family.json`` is rewritten from the checkpoints' manifests (with a warning) when they are
+    intact. A finished family with a missing or corrupt checkpoint raises ``CheckpointError``
+    saying what to do."""
     if not (family_dir / FAMILY_FILE).exists():
         return None
+    problem = _family_record_problem(family_dir)
+    if problem is not None:
+        _restore_family_record(family_dir, states, problem)
     try:
         return {state: read_checkpoint(family_dir / state) for state in states}
     except CheckpointError as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import structlog
 
 from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.memory import memory_endpoint
-from harness.kit.rundir import RUN_CONFIG, model_slug, pack_digest
+from harness.kit.rundir import model_slug, pack_digest
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -64,6 +64,7 @@ class RunInputError(RuntimeError):
 @contextmanager
 def bad_files_reported() -> Iterator[None]:
     """Turns the errors of bad pack, checkpoint and results files into ``RunInputError``."""
+    from harness.kit.outlock import OutLockedError
     from harness.kit.packfiles import PackFormatError
     from harness.kit.results import ResultsLogError
     from harness.mirage.packs.schema import PackPathError
@@ -72,7 +73,7 @@ def bad_files_reported() -> Iterator[None]:
         yield
     except PackFormatError as exc:
         raise RunInputError(exc.summary()) from exc
-    except (PackPathError, CheckpointError, ResultsLogError) as exc:
+    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError) as exc:
         raise RunInputError(str(exc)) from exc
 
 
@@ -127,6 +128,7 @@ class MirageRun:
         self.workspace = self.out / "workspace"
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
         self._trunk_task: Any = None  # the trunk's progress task
+        self._held = ExitStack()  # the output folder's run lock, while ``execute`` runs
 
     def _check_models(self) -> None:
         """Every model this run still needs exists, before any work: answerers with probes to
@@ -624,18 +626,20 @@ class MirageRun:
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files
-        and aggregate in ``self.reports``)."""
-        with bad_files_reported():
+        and aggregate in ``self.reports``); one run at a time per output folder."""
+        with bad_files_reported(), ExitStack() as self._held:
             return await self._stages()
 
     async def _stages(self) -> list[Path]:
+        from harness.kit.outlock import out_lock
+        from harness.mirage.provenance import write_run_config
         from harness.mirage.report import write_report
 
         self.check_resumable()
         self._check_models()
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / RUN_CONFIG).write_text(self.config.model_dump_json(indent=2))
+        self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
+        write_run_config(self)  # the options and the provenance (the first run's on a resume)
         family = None if self.config.agent == OPENCLAW_AGENT else self.family_dir.name
         write_study(self.config, self.pack.root, family)
         index = self.prepare_workspace()

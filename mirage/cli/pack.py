@@ -81,5 +81,22 @@ def import_command(
         raise typer.Exit(code=EXIT_USAGE)
 
 
+@pack_app.command("lock")
+def lock_command(
+    pack: Annotated[Path, typer.Argument(help="pack folder (holding pack.yaml)")],
+) -> None:
+    """Write the pack's SHA256SUMS (every file's SHA-256, sha256sum's format) for the files it
+    holds now; `mirage pack validate` and `mirage run` then refuse a file that differs. The
+    pack's digest, which keys its checkpoints and results, does not change."""
+    from harness.kit.packsums import write_sums
+    from harness.mirage.packs.pack import PACK_FILE
+
+    if not (pack / PACK_FILE).is_file():
+        raise fail(f"{pack / PACK_FILE} does not exist: give a pack folder")
+    path = write_sums(pack)
+    count = len(path.read_text(encoding="utf-8").splitlines())
+    typer.echo(f"locked {pack}: {count} files in {path}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(pack_app, name="pack")

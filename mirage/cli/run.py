@@ -430,22 +430,38 @@ def _plan(config: RunConfig) -> str:
         raise fail(str(exc)) from exc
 
 
-def _execute(config: RunConfig, progress: Any) -> list[ReportFiles]:
-    """Run every stage; the report of each result folder."""
-    from harness.kit.agents.openclaw.errors import OpenClawError
-    from harness.kit.attribution import AttributionError
-    from harness.mirage.run import MirageRun, ResumeError, RunInputError
-    from runtime.backbones.base import ProviderError
+def _execute(
+    config: RunConfig, progress: Any, backbones: dict[str, Any] | None = None
+) -> list[ReportFiles]:
+    """Run every stage; the report of each result folder. ``backbones``: ready backbones by
+    model string (a test driver's)."""
+    from harness.kit.diskfull import disk_full
+    from harness.mirage.run import MirageRun
 
     try:
-        mirage_run = MirageRun(config, progress)
+        mirage_run = MirageRun(config, progress, backbones)
         asyncio.run(mirage_run.execute())
         return mirage_run.reports
-    except (AttributionError, ResumeError, RunInputError) as exc:
+    except Exception as exc:
+        full = disk_full(exc, config.out)  # first: the layers above may have wrapped it
+        if full is not None:
+            raise fail(full.message(), EXIT_FAILURE) from exc
+        _known_failure(exc)
+        raise
+
+
+def _known_failure(exc: Exception) -> None:
+    """Raise the one-line exit of a failure the command knows; return for any other."""
+    from harness.kit.agents.openclaw.errors import OpenClawError
+    from harness.kit.attribution import AttributionError
+    from harness.mirage.run import ResumeError, RunInputError
+    from runtime.backbones.base import ProviderError
+
+    if isinstance(exc, AttributionError | ResumeError | RunInputError):
         raise fail(str(exc)) from exc
-    except OpenClawError as exc:
+    if isinstance(exc, OpenClawError):
         raise fail(str(exc), EXIT_FAILURE) from exc
-    except ProviderError as exc:  # outside a probe (the trunk, compaction): the run stops here
+    if isinstance(exc, ProviderError):  # outside a probe (the trunk, compaction): the run stops
         message = f"{exc.detail}; results so far are kept, re-run to resume"
         raise fail(message, EXIT_FAILURE) from exc
 

@@ -16,13 +16,14 @@ from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
+from tests.packs import UNLOCKED
 
 runner = CliRunner()
 
 
 def _copy_core(tmp_path: Path) -> Path:
     target = tmp_path / "core"
-    shutil.copytree(BUNDLED_DIR / "mirage-core", target)
+    shutil.copytree(BUNDLED_DIR / "mirage-core", target, ignore=UNLOCKED)  # edited below
     return target
 
 

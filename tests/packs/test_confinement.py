@@ -21,6 +21,7 @@ from harness.mirage.packs.schema import PackPathError
 from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
+from tests.packs import UNLOCKED
 
 runner = CliRunner()
 CHART = "chart_17eee3bd"
@@ -28,7 +29,7 @@ CHART = "chart_17eee3bd"
 
 def _copy_core(tmp_path: Path) -> Path:
     target = tmp_path / "packs" / "core"
-    shutil.copytree(BUNDLED_DIR / "mirage-core", target)
+    shutil.copytree(BUNDLED_DIR / "mirage-core", target, ignore=UNLOCKED)  # edited below
     return target
 
 

@@ -14,6 +14,7 @@ from harness.mirage.packs import load_pack
 from harness.mirage.packs.importer import import_bank
 from harness.mirage.packs.pack import BUNDLED_DIR
 from mirage.cli import app
+from tests.packs import UNLOCKED
 
 runner = CliRunner()
 
@@ -122,7 +123,7 @@ def test_cli_validate_ok_and_failing(tmp_path: Path) -> None:
     result = runner.invoke(app, ["pack", "validate", "mirage-core"])
     assert result.exit_code == 0 and "ok" in result.output
     broken = tmp_path / "broken"
-    shutil.copytree(BUNDLED_DIR / "mirage-ext", broken)
+    shutil.copytree(BUNDLED_DIR / "mirage-ext", broken, ignore=UNLOCKED)
     first_original = next((broken / "artifacts").iterdir())
     first_original.unlink()
     result = runner.invoke(app, ["pack", "validate", str(broken)])

@@ -18,6 +18,7 @@ from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.validate import validate_pack
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
+from tests.packs import UNLOCKED
 from tests.packs.test_import_cli import _reference_bank
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "packs.md"
@@ -96,7 +97,7 @@ def test_docs_list_the_bundled_keywords() -> None:
 
 def _edited_core(tmp_path: Path, index: int, keywords: list[str] | None) -> Path:
     target = tmp_path / "core"
-    shutil.copytree(BUNDLED_DIR / "mirage-core", target)
+    shutil.copytree(BUNDLED_DIR / "mirage-core", target, ignore=UNLOCKED)  # edited below
     spec: dict[str, Any] = yaml.safe_load((target / "pack.yaml").read_text(encoding="utf-8"))
     if keywords is None:
         del spec["artifacts"][index]["keywords"]

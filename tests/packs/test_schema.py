@@ -13,11 +13,12 @@ from harness.mirage.packs import load_pack
 from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.schema import NONE, Question
 from harness.mirage.packs.validate import validate_pack
+from tests.packs import UNLOCKED
 
 
 def _copy_core(tmp_path: Path) -> Path:
     target = tmp_path / "core"
-    shutil.copytree(BUNDLED_DIR / "mirage-core", target)
+    shutil.copytree(BUNDLED_DIR / "mirage-core", target, ignore=UNLOCKED)  # edited below
     return target
 
 

@@ -25,6 +25,7 @@ from harness.kit.packfiles import (
     read_text,
     read_yaml,
 )
+from harness.kit.packsums import SUMS_FILE, write_sums
 from harness.mirage.keywords import MIN_MATCHES
 from harness.mirage.packs.build.assemble import FILLER_SOURCE
 from harness.mirage.packs.pack import Pack, with_keywords
@@ -295,6 +296,7 @@ def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) 
             [f"questions refer to artifacts not found in {artifacts_dir}: {', '.join(missing)}"],
         )
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / SUMS_FILE).unlink(missing_ok=True)  # an earlier import's; written again below
     for artifact in artifacts:
         for relative in artifact.files:
             target = confined_path(out_dir, relative)
@@ -321,7 +323,9 @@ def import_bank(bank_path: Path, artifacts_dir: Path, out_dir: Path, name: str) 
         QuestionBank(questions=questions).model_dump(mode="json", exclude_none=True),
     )
     shutil.copyfile(FILLER_SOURCE, out_dir / "filler.yaml")
-    return ImportedPack(out_dir, _derive_keywords(out_dir))
+    derived = _derive_keywords(out_dir)
+    write_sums(out_dir)  # after the keywords, which rewrite pack.yaml
+    return ImportedPack(out_dir, derived)
 
 
 def _derive_keywords(out_dir: Path) -> list[str]:

@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from harness.kit.packfiles import PackFormatError, load_model
+from harness.kit.packsums import PackSumsError, check_sums
 from harness.mirage.keywords import derive_keywords, token_set
 from harness.mirage.packs.filler import FillerTurn, library_texts, sample_filler
 from harness.mirage.packs.resolve import load_data
@@ -113,6 +114,7 @@ def resolve_pack_path(name_or_path: str | Path) -> Path:
 class Pack:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.locked = _checked_sums(root)
         self.spec = load_model(root / PACK_FILE, PackFile, pack_root=root)
         self.questions: list[Question] = load_model(
             self.file(self.spec.questions), QuestionBank
@@ -295,6 +297,15 @@ def _manifest_entry(artifact: Artifact) -> dict[str, Any]:
         "files": artifact.files,
         "aliases": artifact.aliases,
     }
+
+
+def _checked_sums(root: Path) -> bool:
+    """Every file against the pack's ``SHA256SUMS`` (False: the pack has none); a mismatch is
+    a ``PackFormatError`` naming the file."""
+    try:
+        return check_sums(root)
+    except PackSumsError as exc:
+        raise PackFormatError(exc.file, [exc.problem]) from exc
 
 
 def load_pack(name_or_path: str | Path) -> Pack:

@@ -20,7 +20,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from harness.kit.provenance import (
+    Provenance,
+    provenance_lines,
+    provenance_markdown,
+    read_provenance,
+)
 from harness.kit.results import read_records
+from harness.kit.rundir import run_config_path
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
 from harness.mirage.records import ProbeRecord
@@ -70,11 +77,16 @@ def scoring_line(agg: Aggregate) -> str:
 
 
 def render_markdown(
-    agg: Aggregate, figures: Iterable[Path], title: str = "MIRAGE report", note: str | None = None
+    agg: Aggregate,
+    figures: Iterable[Path],
+    title: str = "MIRAGE report",
+    note: str | None = None,
+    provenance: Provenance | None = None,
 ) -> str:
     roles = agg.roles
     sections = [
         f"# {title}",
+        provenance_markdown(provenance),
         scoring_line(agg) + (f" {note}" if note else ""),
         "All metrics are computed from the indicator fields of `results.jsonl` "
         f"(definitions: docs/metrics.md). Runs: {agg.runs}. Percentages are means of the "
@@ -147,6 +159,12 @@ def _attribution_section(directory: Path) -> str:
     return "\n## Memory-server attribution (agent under test)\n\n" + summary_text(summary) + "\n"
 
 
+def run_provenance_of(directory: Path) -> Provenance | None:
+    """The provenance ``mirage run`` recorded for a result folder (its ``run.json``)."""
+    path = run_config_path(directory)
+    return read_provenance(path) if path is not None else None
+
+
 def write_report(
     directory: str | os.PathLike[str],
     records: Iterable[ProbeRecord] | None = None,
@@ -174,9 +192,12 @@ def write_report(
     by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
     failures = failure_summary(records)
     failed = {"failed_probes": failures.model_dump(mode="json")}
-    _write_json(files.summary, {**agg.summary(), **failed, **usage, **by_format})
+    provenance = run_provenance_of(out)
+    block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
+    _write_json(files.summary, {**block, **agg.summary(), **failed, **usage, **by_format})
     _write_json(files.details, details(agg))
-    sections = render_markdown(agg, figures, note=note) + failures_section(failures)
+    sections = render_markdown(agg, figures, note=note, provenance=provenance)
+    sections += failures_section(failures)
     sections += formats_section(out, agg, records)
     sections += _usage_section(usages)
     instrument, _ = check_section({answerer_label(out, records): records})
@@ -184,6 +205,11 @@ def write_report(
     files.report.write_text(sections, encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
-        files.html, f"MIRAGE report — {label}", {label: (out, records, agg)}, figures, note or ""
+        files.html,
+        f"MIRAGE report — {label}",
+        {label: (out, records, agg)},
+        figures,
+        note or "",
+        provenance_lines(provenance) if provenance else [],
     )
     return files

@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from harness.kit.provenance import differing_fields
 from harness.kit.report.tables import fmt, markdown_table
 from harness.kit.results import RESULTS_FILE
-from harness.kit.rundir import RUN_CONFIG
+from harness.kit.rundir import run_config_path
 from harness.kit.stats import Interval, wilson_interval
 from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.checkpoints import base_state
@@ -101,6 +102,7 @@ class Comparison(BaseModel):
     summary_formats: dict[str, list[FormatRow]] = {}  # label -> SC/GC per format (appendix A.2)
     overview: str = ""  # what the rows show, in words (with reference agents)
     instrument: InstrumentCheck | None = None  # path labels against the references' declared
+    provenance_differences: dict[str, dict[str, str]] = {}  # field -> result folder -> value
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -120,16 +122,16 @@ def result_dirs(paths: Sequence[Path]) -> list[Path]:
 
 
 def _run_config(directory: Path) -> dict[str, object]:
-    for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
-        if candidate.is_file():
-            try:
-                loaded = json.loads(candidate.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ComparisonInputError(
-                    f"{candidate}: not valid JSON ({exc.msg}, line {exc.lineno}); restore the "
-                    "run's configuration or delete the file"
-                ) from exc
-            return loaded if isinstance(loaded, dict) else {}
+    candidate = run_config_path(directory)
+    if candidate is not None:
+        try:
+            loaded = json.loads(candidate.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ComparisonInputError(
+                f"{candidate}: not valid JSON ({exc.msg}, line {exc.lineno}); restore the "
+                "run's configuration or delete the file"
+            ) from exc
+        return loaded if isinstance(loaded, dict) else {}
     return {}
 
 
@@ -416,6 +418,29 @@ def _paths_section(aggregates: dict[str, Aggregate]) -> str:
     return "\n\n".join(parts)
 
 
+def provenance_differences(directories: Sequence[Path]) -> dict[str, dict[str, str]]:
+    """Where the runs' recorded provenance differs (software, models, pack, machine): field ->
+    result folder -> value (folders, not labels: two runs' labels can coincide)."""
+    from harness.mirage.report import run_provenance_of
+
+    return differing_fields({str(d): run_provenance_of(d) for d in directories})
+
+
+def _provenance_section(comparison: Comparison) -> str:
+    rows = comparison.provenance_differences
+    if not rows:
+        return (
+            "## Provenance\n\nThe runs' provenance agrees (mirage, commit, pack, models, "
+            "libraries, Python, CPU)."
+        )
+    people = comparison.answerers
+    header = ["field", *(f"{a.label} ({a.directory})" for a in people)]
+    table = markdown_table(
+        header, [[key, *(row.get(a.directory, "") for a in people)] for key, row in rows.items()]
+    )
+    return "## Provenance differences\n\nWhere the runs' `provenance` blocks differ:\n\n" + table
+
+
 def render_comparison(
     comparison: Comparison,
     aggregates: dict[str, Aggregate],
@@ -432,6 +457,7 @@ def render_comparison(
     )
     sections = ["# MIRAGE comparison", comparison.overview, banner]
     sections.append(_facts_table(comparison.answerers))
+    sections.append(_provenance_section(comparison))
     sections.append("## Table 1 — metrics per model, state and condition")
     sections += [f"### {c}\n\n{t}" for c, t in table1_blocks(aggregates).items()]
     sections.append("## Table 2 — cross-state diagnostics per model")
@@ -498,6 +524,7 @@ def write_comparison(
         compliance=find_compliance([out, *answerers, *(d.parent for d in answerers)]),
         summary_formats=compared_formats(aggregates, records),
         overview=overview(aggregates),
+        provenance_differences=provenance_differences(list(answerers)),
     )
     instrument, comparison.instrument = check_section(records)
     out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ import structlog
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import ValidationError
 
-from harness.kit.rundir import RUN_CONFIG
+from harness.kit.rundir import run_config_path
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.metrics import PROBE_INDICATORS, get_metric
 from harness.mirage.records import ProbeRecord
@@ -93,9 +93,8 @@ def question_texts(directory: Path) -> dict[str, str]:
     from harness.mirage.packs import load_pack
     from harness.mirage.packs.schema import PackPathError
 
-    for candidate in (directory / RUN_CONFIG, directory.parent / RUN_CONFIG):
-        if not candidate.is_file():
-            continue
+    candidate = run_config_path(directory)
+    if candidate is not None:
         try:
             pack = json.loads(candidate.read_text(encoding="utf-8")).get("pack")
             return {q.id: q.question for q in load_pack(pack).questions} if pack else {}
@@ -229,6 +228,7 @@ def render_html(
     answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
     figures: Sequence[Path],
     note: str = "",
+    provenance: Sequence[str] = (),
 ) -> str:
     """The page for ``answerers`` (label -> result folder, records, aggregate)."""
     from harness.mirage.report import tables
@@ -269,6 +269,7 @@ def render_html(
     return environment.get_template(TEMPLATE).render(
         title=title,
         note=note,
+        provenance=list(provenance),
         sections=sections,
         figures=[(p.stem, _data_uri(p)) for p in figures],
         data=_embedded_json({"probes": probes}),
@@ -282,6 +283,9 @@ def write_html(
     answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
     figures: Sequence[Path],
     note: str = "",
+    provenance: Sequence[str] = (),
 ) -> Path:
-    path.write_text(render_html(title, answerers, figures, note), encoding="utf-8")
+    """``provenance``: the run's provenance lines, shown under the title."""
+    page = render_html(title, answerers, figures, note, provenance)
+    path.write_text(page, encoding="utf-8")
     return path

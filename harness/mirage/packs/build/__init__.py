@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.kit.packsums import write_sums
+
 
 def _builders() -> dict[str, Callable[[Path], None]]:
     from harness.mirage.packs.build.core import build_core
@@ -31,6 +33,7 @@ def build_pack(name: str, out_dir: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=out_dir) as scratch:
         staging = Path(scratch) / name
         builders[name](staging)
+        write_sums(staging)
         if target.exists():
             shutil.rmtree(target)
         shutil.move(staging, target)

@@ -1,0 +1,108 @@
+"""The provenance of a ``mirage run``: the kit's block (``harness.kit.provenance``) filled with
+the study — pack and question set digests, every model of the run with its weights' digest or
+provider, scoring, depth profile, summary formats and, with ``--agent openclaw``, OpenClaw's
+version — and written into ``run.json`` beside the run's options. A resumed run keeps the first
+run's block and adds a note when its own differs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.kit.agents.factory import OPENCLAW_AGENT
+from harness.kit.provenance import (
+    ModelProvenance,
+    Provenance,
+    embedder_provenance,
+    json_digest,
+    machine_fields,
+    model_provenance,
+    on_resume,
+    read_provenance,
+)
+from harness.kit.rundir import RUN_CONFIG
+from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.config import RunConfig
+from memory_server.store import atomic_write_bytes
+
+RUN_CONFIG_MODE = 0o644
+
+
+class MirageRunLike(Protocol):
+    """What the provenance reads of a ``MirageRun`` (``harness.mirage.run``)."""
+
+    config: RunConfig
+    out: Path
+    pack: Any
+    profile: Any
+    backbones: dict[str, Any]
+
+    def trunk_config(self) -> Any: ...
+
+    def questions(self) -> list[tuple[str, str, Any]]: ...
+
+
+def _models(run: MirageRunLike) -> list[ModelProvenance]:
+    config = run.config
+    given = set(run.backbones)
+    roles: list[tuple[str, str]] = []
+    if config.agent is not None and config.agent != OPENCLAW_AGENT:
+        agent = config.agent + (f" (model {config.agent_model})" if config.agent_model else "")
+        roles.append(("agent", agent))
+    else:
+        roles += [("answerer", model) for model in config.models]
+    if config.agent != OPENCLAW_AGENT:
+        roles += [("trunk", config.trunk_model), ("summarizer", config.summarizer)]
+    models = [
+        ModelProvenance(role=role, model=model, provider="external agent")
+        if role == "agent"
+        else ModelProvenance(role=role, model=model, provider="scripted replies")
+        if role == "trunk" and model == SCRIPTED_TRUNK_MODEL
+        else model_provenance(role, model, config.api_base, given)
+        for role, model in roles
+    ]
+    return [*models, embedder_provenance()]
+
+
+def _openclaw_version(run: MirageRunLike) -> str | None:
+    if run.config.agent != OPENCLAW_AGENT:
+        return None
+    from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
+
+    install = find_install(DEFAULT_OPENCLAW_VERSION)
+    return install.version if install is not None else f"{DEFAULT_OPENCLAW_VERSION} (not installed)"
+
+
+def run_provenance(run: MirageRunLike) -> Provenance:
+    """This run's provenance as of now."""
+    questions = run.questions()
+    asked = [[qid, text, gold.model_dump(mode="json")] for qid, text, gold in questions]
+    return Provenance(
+        **machine_fields(),  # type: ignore[arg-type]
+        pack=run.pack.name,
+        pack_digest=run.trunk_config().pack_digest,
+        questions=len(questions),
+        questions_digest=json_digest(asked),
+        models=_models(run),
+        scoring=run.config.scoring,
+        depth_profile=run.profile.name,
+        summary_formats=list(run.config.summary_formats),
+        conditions=list(run.config.conditions),
+        openclaw=_openclaw_version(run),
+    )
+
+
+def write_run_config(run: MirageRunLike) -> Provenance:
+    """``run.json``: the run's options and its provenance (the first run's, on a resume)."""
+    path = run.out / RUN_CONFIG
+    earlier = read_provenance(path) if path.is_file() else None
+    block = on_resume(earlier, run_provenance(run))
+    payload = {
+        **json.loads(run.config.model_dump_json()),
+        "provenance": block.model_dump(mode="json"),
+    }
+    atomic_write_bytes(path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+    path.chmod(RUN_CONFIG_MODE)  # readable as before (the temporary file was private)
+    return block
