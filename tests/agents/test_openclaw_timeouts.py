@@ -133,7 +133,7 @@ class FailingOpenClaw(FakeOpenClaw):
 
     def __init__(self, workspace: Path) -> None:
         super().__init__(workspace, base=100, compact_at=10**9)
-        self.paths.file_log = workspace.parent / "gateway.log"  # type: ignore[attr-defined]
+        self.paths.file_log = workspace.parent / "gateway.log"
         self.turns = 0
 
     async def turn(self, session: str, text: str, *, model: str | None = None) -> None:
@@ -147,7 +147,7 @@ class FailingOpenClaw(FakeOpenClaw):
 async def test_a_failed_trunk_turn_stops_the_run_with_one_line(tmp_path: Path) -> None:
     claw = FailingOpenClaw(tmp_path / "ws")
     with pytest.raises(OpenClawError) as caught:
-        await driver_for(claw, 16_384, tmp_path / "family").run()  # type: ignore[arg-type]
+        await driver_for(claw, 16_384, tmp_path / "family").run()
     message = str(caught.value)
     assert "trunk turn 3" in message and "upstream provider timeout" in message
     assert "re-run the same command" in message and "\n" not in message
