@@ -39,6 +39,7 @@ from harness.kit.results import RESULTS_FILE, read_records, rewrite_records
 from harness.kit.rundir import RUN_CONFIG, write_workspace_link
 from harness.mirage.config import RunConfig, Shard
 from harness.mirage.records import ProbeRecord, RecordKey
+from harness.mirage.visibility import VISIBILITY_FILE
 
 if TYPE_CHECKING:
     from harness.mirage.probes import ProbeTask
@@ -48,7 +49,7 @@ log = structlog.get_logger(__name__)
 
 STUDY_FILE = "study.json"
 CALL_LOG = "calls.jsonl"
-SHARED_FILES = ("summaries.json",)  # identical in every shard's result folder: copied once
+SHARED_FILES = ("summaries.json", VISIBILITY_FILE)  # the same in every shard: copied once
 SHARED_FOLDERS = ("workspace", "checkpoints")  # identical in every shard: copied once
 
 
