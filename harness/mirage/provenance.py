@@ -25,6 +25,7 @@ from harness.kit.provenance import (
 from harness.kit.rundir import RUN_CONFIG
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
+from harness.mirage.references import is_reference
 from memory_server.store import atomic_write_bytes
 
 RUN_CONFIG_MODE = 0o644
@@ -46,24 +47,25 @@ class MirageRunLike(Protocol):
 
 def _models(run: MirageRunLike) -> list[ModelProvenance]:
     config = run.config
-    given = set(run.backbones)
     roles: list[tuple[str, str]] = []
     if config.agent is not None and config.agent != OPENCLAW_AGENT:
         agent = config.agent + (f" (model {config.agent_model})" if config.agent_model else "")
         roles.append(("agent", agent))
     else:
-        roles += [("answerer", model) for model in config.models]
+        roles += [("answerer", model) for model in config.answerers]
     if config.agent != OPENCLAW_AGENT:
         roles += [("trunk", config.trunk_model), ("summarizer", config.summarizer)]
-    models = [
-        ModelProvenance(role=role, model=model, provider="external agent")
-        if role == "agent"
-        else ModelProvenance(role=role, model=model, provider="scripted replies")
-        if role == "trunk" and model == SCRIPTED_TRUNK_MODEL
-        else model_provenance(role, model, config.api_base, given)
-        for role, model in roles
-    ]
-    return [*models, embedder_provenance()]
+    return [*(_model(role, model, run) for role, model in roles), embedder_provenance()]
+
+
+def _model(role: str, model: str, run: MirageRunLike) -> ModelProvenance:
+    if role == "agent":
+        return ModelProvenance(role=role, model=model, provider="external agent")
+    if model == SCRIPTED_TRUNK_MODEL:
+        return ModelProvenance(role=role, model=model, provider="scripted replies")
+    if is_reference(model):
+        return ModelProvenance(role=role, model=model, provider="mirage reference agent")
+    return model_provenance(role, model, run.config.api_base, set(run.backbones))
 
 
 def _openclaw_version(run: MirageRunLike) -> str | None:
