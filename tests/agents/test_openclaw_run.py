@@ -84,7 +84,9 @@ def test_openclaw_run_end_to_end_and_resume(tmp_path: Path) -> None:
     for state in {r.state for r in records}:
         hashes = {getattr(r, "restored_sha256", None) for r in records if r.state == state}
         assert len(hashes) == 1 and None not in hashes, (state, hashes)
-    assert all(r.path == "R_tool" for r in records)
+    assert all(r.path == "R_tool" for r in records), [
+        (r.state, r.path, r.path_evidence and r.path_evidence.reason) for r in records
+    ]
     (family,) = (out / "checkpoints").glob("*/family.json")
     s2 = json.loads((family.parent / "S2" / "manifest.json").read_text())
     assert s2["compaction_count"] >= 1

@@ -23,7 +23,12 @@ from harness.kit.agents.base import (
     RestorePoint,
     ToolCallRecord,
 )
-from harness.kit.agents.context import BootItem, ProbeContext, context_from_messages
+from harness.kit.agents.context import (
+    INSTRUCTIONS_SOURCE,
+    BootItem,
+    ProbeContext,
+    context_from_messages,
+)
 from harness.kit.agents.transcript import system_text
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
@@ -68,7 +73,7 @@ def session_context(session: Session) -> ProbeContext:
     return ProbeContext(
         source="restored_session",
         messages=tuple(context_from_messages(session.messages)),
-        boot=(BootItem(source="system_prompt", text=system_text(session)),),
+        boot=(BootItem(source=INSTRUCTIONS_SOURCE, text=system_text(session)),),
     )
 
 

@@ -43,9 +43,14 @@ class ContextMessage(_Frozen):
     summary: bool = False
 
 
+INSTRUCTIONS_SOURCE = "system_prompt"
+"""The ``BootItem`` source of the agent's own instructions (its system prompt without the files
+it injects), as against memory and bootstrap files such as ``MEMORY.md``."""
+
+
 class BootItem(_Frozen):
-    """Material the agent loaded at session start: ``source`` is e.g. ``system_prompt`` or
-    ``MEMORY.md``."""
+    """Material the agent loaded at session start: ``source`` is ``INSTRUCTIONS_SOURCE`` or
+    a file's name such as ``MEMORY.md``."""
 
     source: str
     text: str
@@ -147,7 +152,7 @@ def context_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[ContextMess
 def boot_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[BootItem]:
     """The system messages of OpenAI-format chat messages, as start-of-session material."""
     return [
-        BootItem(source="system_prompt", text=chat_text(message.get("content")))
+        BootItem(source=INSTRUCTIONS_SOURCE, text=chat_text(message.get("content")))
         for message in messages
         if message.get("role") == "system"
     ]
@@ -156,7 +161,7 @@ def boot_from_chat(messages: Sequence[Mapping[str, Any]]) -> list[BootItem]:
 def boot_from_system(messages: Sequence[Message]) -> list[BootItem]:
     """The system messages of runtime messages, as start-of-session material."""
     return [
-        BootItem(source="system_prompt", text=message.content)
+        BootItem(source=INSTRUCTIONS_SOURCE, text=message.content)
         for message in messages
         if isinstance(message, SystemMessage)
     ]

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.kit.agents.context import BootItem
+from harness.kit.agents.context import INSTRUCTIONS_SOURCE, BootItem
 from harness.kit.agents.openclaw.errors import OpenClawError
 
 MEMORY_FILE = "MEMORY.md"
@@ -107,7 +107,7 @@ def openclaw_boot(system_prompt: str) -> list[BootItem]:
     heading (``source`` its file name, e.g. ``MEMORY.md``), the rest as ``system_prompt``."""
     headings = list(BOOT_FILE_HEADING.finditer(system_prompt))
     starts = [h.start() for h in headings] + [len(system_prompt)]
-    items = [BootItem(source="system_prompt", text=system_prompt[: starts[0]])]
+    items = [BootItem(source=INSTRUCTIONS_SOURCE, text=system_prompt[: starts[0]])]
     for heading, end in zip(headings, starts[1:], strict=True):
         items.append(BootItem(source=heading.group(1), text=system_prompt[heading.end() : end]))
     return [item for item in items if item.text.strip()]
