@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.kit.agents.context import (
-    INSTRUCTIONS_SOURCE,
+    CONFIGURATION_SOURCES,
     BootItem,
     ContextMessage,
     ProbeContext,
@@ -194,14 +194,14 @@ def context_evidence(
 def boot_evidence(
     items: Sequence[BootItem], artifact_id: str, keywords: Sequence[str]
 ) -> list[BootHit]:
-    """Each start-of-session item naming the artifact id or holding a keyword; the agent's own
-    instructions count by the id only (departure R9, docs/metrics.md)."""
+    """Each start-of-session item naming the artifact id or holding a keyword; the agent's
+    configuration (``CONFIGURATION_SOURCES``) counts by the id only (departure R9)."""
     ids = IdMentions([artifact_id])
     hits = []
     for item in items:
         if ids.find(item.text):
             hits.append(BootHit(source=item.source, term=artifact_id, kind="id"))
-        if item.source == INSTRUCTIONS_SOURCE:
+        if item.source in CONFIGURATION_SOURCES:
             continue
         hits += [
             BootHit(source=item.source, term=k, kind="keyword")

@@ -45,7 +45,23 @@ class ContextMessage(_Frozen):
 
 INSTRUCTIONS_SOURCE = "system_prompt"
 """The ``BootItem`` source of the agent's own instructions (its system prompt without the files
-it injects), as against memory and bootstrap files such as ``MEMORY.md``."""
+it injects)."""
+
+CONFIGURATION_SOURCES = frozenset(
+    {
+        INSTRUCTIONS_SOURCE,
+        "AGENTS.md",
+        "SOUL.md",
+        "IDENTITY.md",
+        "USER.md",
+        "TOOLS.md",
+        "BOOTSTRAP.md",
+        "HEARTBEAT.md",
+    }
+)
+"""Start-of-session material that configures the agent (its instructions and OpenClaw's
+persona and workspace files, shipped from templates) as against what it remembers
+(``MEMORY.md``, ``memory/…``, startup tool results)."""
 
 
 class BootItem(_Frozen):
