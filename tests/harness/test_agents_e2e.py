@@ -8,7 +8,7 @@ import socket
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,11 @@ async def test_concurrent_probes_are_labelled_by_what_the_agent_really_did(run_d
 
     records = read_records(folder, ProbeRecord)
     assert len(records) == PROBES and agent.max_in_flight >= 4
-    assert {r.path for r in records} == {"R_tool", "R_context"}
+    assert {r.path for r in records} == {"R_tool", "R_context", "R_none"}
     for record in records:
         tag = record.tag  # type: ignore[attr-defined]
         assert (tag in agent.called) == wants_recall(tag)  # the agent followed its own policy
-        assert record.path == ("R_tool" if tag in agent.called else "R_context"), tag
+        assert record.path == expected_path(record, agent.called), tag
         attribution = record.trace["attribution"]  # type: ignore[attr-defined]
         assert attribution["tagged_calls"] == agent.called.get(tag, 0)
         lied = misreports(tag) and tag not in agent.called  # claimed a call it never made
@@ -144,7 +144,17 @@ async def test_command_agent_run(run_dir: Path, tmp_path: Path) -> None:
         if zlib.crc32(t.encode()) % 4 == 0
     }
     assert all("exit status 7" in (r.provider_error or "exit status 7") for r in records)
-    assert {r.path for r in records} == {"R_context"}
+    assert all(r.path == no_call_path(r.state) for r in records)
+
+
+def no_call_path(state: str) -> str:
+    """A probe without a retrieval call: the scripted trunk's S1 states still hold the planted
+    evidence in the active context, its compacted S2 does not."""
+    return "R_none" if state == "S2" else "R_context"
+
+
+def expected_path(record: ProbeRecord, called: Mapping[str, int]) -> str:
+    return "R_tool" if record.tag in called else no_call_path(record.state)  # type: ignore[attr-defined]
 
 
 def free_port() -> int:
@@ -163,10 +173,10 @@ async def test_fixed_url_agents_are_attributed_by_window_only_one_probe_at_a_tim
             run_dir, f"openai:{server.base_url}", agent_model="fixed", memory_url=memory_url
         )
     records = read_records(folder, ProbeRecord)
-    assert len(records) == PROBES and {r.path for r in records} == {"R_tool", "R_context"}
+    assert len(records) == PROBES and {r.path for r in records} == {"R_tool", "R_context", "R_none"}
     for record in records:
         tag = record.tag  # type: ignore[attr-defined]
-        assert record.path == ("R_tool" if tag in agent.called else "R_context"), tag
+        assert record.path == expected_path(record, agent.called), tag
         assert record.trace["attribution"]["window_calls"] == agent.called.get(tag, 0)  # type: ignore[attr-defined]
     assert {c.tag for c in read_calls(folder / "calls.jsonl")} == {None}
 
@@ -180,5 +190,5 @@ async def test_fixed_url_agents_are_attributed_by_window_only_one_probe_at_a_tim
             concurrency=4,
         )
     written = read_records(run_dir / "fixed-concurrent" / "results.jsonl", ProbeRecord)
-    assert all(r.path == "R_context" for r in written)  # nothing with a guessed R_tool label
+    assert all(r.path == no_call_path(r.state) for r in written)  # no guessed R_tool label
     assert not any(wants_recall(r.tag) for r in written)  # type: ignore[attr-defined]
