@@ -17,6 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from harness.kit.packsums import write_sums
 from harness.kit.results import read_records
 from harness.mirage.config import RunConfig
 from harness.mirage.packs import load_pack
@@ -134,6 +135,7 @@ def _canary_pack(tmp_path: Path) -> Path:
             question.update(gold_answer=f"{MARKER}{index:03d}", answer_type="string")
             question.pop("tolerance", None)
     (pack / "questions.yaml").write_text(yaml.safe_dump(questions, sort_keys=False))
+    write_sums(pack)  # as `mirage pack lock` does after an edit
     return pack
 
 
