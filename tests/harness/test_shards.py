@@ -58,6 +58,7 @@ def _tree_hashes(root: Path) -> dict[str, str]:
 def _numbers(folder: Path) -> dict[str, object]:
     summary_json = json.loads((folder / "summary.json").read_text())
     summary_json.pop("usage")  # latency-free token counts, but compared separately below
+    summary_json["provenance"].pop("recorded_at")  # when each run started; all else must agree
     return summary_json
 
 
