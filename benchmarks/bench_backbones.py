@@ -1,10 +1,11 @@
 """Backbone benchmarks: the embedded model's KV prefix reuse, its kept KV copies, its worker
-process's per-call overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy,
-the cost of a grammar per generated token, litellm retries.
+process's per-call overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy
+and how long its threads spin before sleeping, the cost of a grammar per generated token,
+litellm retries.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
         [--repeats 5] [--snapshot-tokens 2000 6000]
-        [--sections embedded snapshots worker bufts omp grammar retries]
+        [--sections embedded snapshots worker bufts omp spin grammar retries]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
@@ -16,12 +17,15 @@ loaded in this process and by the worker process; the difference is the pipe rou
 Bufts: prefill and decode speed (llama.cpp's own counters) with ``use_extra_bufts`` off (what
 mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM2's Q4_1/Q8_0
 tensors cannot use. Omp: the same speeds with OpenMP threads spinning (ACTIVE; unset, libgomp
-spins a while first) or sleeping (PASSIVE, the worker's default) at barriers, at 2 and 1
-threads. Grammar: milliseconds per generated token (the call's time after prefill, over its
-output tokens) for free text, a forced Hermes tool call (any of two tools) and a JSON-schema
-reply, in process; the part of it outside llama.cpp's model evaluation (sampling, where a
-grammar works; less swayed by the machine's load than the whole); and the time to build each
-grammar (``llama_grammar.gbnf``). Litellm:
+spins a while first) or sleeping (PASSIVE) at barriers, at 2 and 1 threads. Spin: probe-like
+calls (a 2,000-token prefix, then 64-token replies to new questions on it) with the threads
+sleeping at once (PASSIVE), spinning 1k (the worker's default)/10k/100k/300k (libgomp's
+``GOMP_SPINCOUNT``; 300k is its default) iterations first, or always (ACTIVE), on the machine
+as it is and with two CPU-burning processes beside it. Grammar: milliseconds per generated
+token (the call's time after prefill, over its output tokens) for free text, a forced Hermes
+tool call (any of two tools) and a JSON-schema reply, in process; the part of it outside
+llama.cpp's model evaluation (sampling, where a grammar works; less swayed by the machine's
+load than the whole); and the time to build each grammar (``llama_grammar.gbnf``). Litellm:
 against the local fault-injecting OpenAI server — a clean call,
 retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
 Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
@@ -258,6 +262,94 @@ def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
     return results
 
 
+SPIN_SETTINGS: dict[str, dict[str, str]] = {
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "spin_1k": {"GOMP_SPINCOUNT": "1000"},
+    "spin_10k": {"GOMP_SPINCOUNT": "10000"},
+    "spin_100k": {"GOMP_SPINCOUNT": "100000"},
+    "unset_300k": {},
+    "active": {"OMP_WAIT_POLICY": "ACTIVE"},
+}
+
+
+def _probe_like_calls(path: str, env: dict[str, str], tag: str, probes: int) -> dict[str, float]:
+    """A fresh worker under ``env``: a prefix prefilled once, then ``probes`` probe-like calls
+    on it (a new question, a 64-token reply), as a state's probes run in ``mirage run``."""
+    backbone = EmbeddedBackbone()
+    saved = {name: os.environ.pop(name, None) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    os.environ.update(env)
+    try:
+        worker = LlamaWorker(ModelSpec(path, 4096, 2))
+        worker.start()
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+    try:
+        render = backbone.render_prompt
+        first = worker.call(
+            GenerateRequest(render(_prefix_messages(tag, 2000, "Hi?"), []), 1, 0.0, 1)
+        )
+        calls = []
+        for question in QUESTIONS[:probes]:
+            started = time.perf_counter()
+            prompt = render(_prefix_messages(tag, 2000, question), [])
+            reply = worker.call(GenerateRequest(prompt, 64, 0.0, 1))
+            calls.append((time.perf_counter() - started, reply))
+    finally:
+        worker.close()
+    assert isinstance(first, Generated)
+    return {
+        "prefill_tok_s": first.prefill_tokens / first.prefill_s,
+        "probe_s": statistics.median(seconds for seconds, _ in calls),
+        "decode_tok_s": statistics.median(r.decode_tokens / r.decode_s for _, r in calls),
+    }
+
+
+def bench_spin(repeats: int, probes: int = 3) -> dict[str, Any]:
+    """Probe-like calls (a 2,000-token prefix prefilled once, then 64-token replies to new
+    questions on it) under each OpenMP wait setting, on the machine as it is and with two
+    CPU-burning processes beside it (a busy 2-core machine). Settings interleave per repeat,
+    so a change of the machine's load hits them alike."""
+    import llama_cpp  # noqa: F401  (the worker's module; fails early when missing)
+
+    import runtime.backbones.llama_worker as worker_module
+
+    path = str(EmbeddedBackbone().worker().spec.path)
+    defaults = worker_module.WORKER_ENV_DEFAULTS
+    worker_module.WORKER_ENV_DEFAULTS = {}  # each setting's env alone, "unset" included
+    results: dict[str, Any] = {}
+    try:
+        for condition in ("as_is", "busy_2_burners"):
+            burners = _burners(2) if condition == "busy_2_burners" else []
+            rows: dict[str, list[dict[str, float]]] = {name: [] for name in SPIN_SETTINGS}
+            try:
+                for repeat in range(repeats):
+                    for name, env in SPIN_SETTINGS.items():
+                        tag = f"spin-{condition}-{name}-{repeat}-{time.time_ns()}"
+                        rows[name].append(_probe_like_calls(path, env, tag, probes))
+            finally:
+                for burner in burners:
+                    burner.kill()
+            results[condition] = {
+                name: {
+                    key: round(statistics.median(row[key] for row in runs), 3) for key in runs[0]
+                }
+                | {"load_1min": round(os.getloadavg()[0], 2)}
+                for name, runs in rows.items()
+            }
+    finally:
+        worker_module.WORKER_ENV_DEFAULTS = defaults
+    return results
+
+
+def _burners(count: int) -> list[Any]:
+    import subprocess
+
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
 def bench_grammar(repeats: int) -> dict[str, Any]:
     """Per-token cost of a grammar: free text vs a forced call vs a JSON-schema reply."""
     backbone = EmbeddedBackbone()
@@ -384,7 +476,7 @@ def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
         print(f"  {key}: {value}")
 
 
-SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "grammar", "retries")
+SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "spin", "grammar", "retries")
 
 
 def main() -> None:
@@ -412,6 +504,10 @@ def main() -> None:
     if "omp" in args.sections:
         payload["omp_wait_policy"] = bench_wait_policy(args.repeats)
         _print_mapping("OpenMP wait policy (tok/s):", payload["omp_wait_policy"])
+    if "spin" in args.sections:
+        payload["omp_spin"] = bench_spin(args.repeats)
+        for condition, rows in payload["omp_spin"].items():
+            _print_mapping(f"OpenMP spin before sleeping, {condition}:", rows)
     if "grammar" in args.sections:
         payload["grammar"] = bench_grammar(args.repeats)
         _print_mapping("llama.cpp grammar, SmolLM2 (ms per generated token):", payload["grammar"])

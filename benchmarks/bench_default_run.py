@@ -6,11 +6,13 @@ prefilled (not taken from a KV cache) and generated per phase.
 CPU is this process plus its descendants (the llama.cpp worker, read from ``/proc``), which
 depends much less on other load than wall time does: the 1-minute load is recorded at each
 phase boundary. The run is the default one (``RunConfig()``: bundled pack, embedded SmolLM2
-trunk, summarizer and answerer, 4 states x 2 conditions x 12 questions) into a fresh folder,
-nothing reused. Timing hooks wrap a few functions (trunk turn, memory flush, compaction,
-probe, report, worker call); they only observe. It also writes a digest of every probe's raw
-output and every checkpoint's snapshot hash, so two runs (before/after a change) can be compared
-for identical outputs (``--compare OTHER.json``).
+trunk, summarizer and answerer, 4 states x 2 conditions x 12 questions, then the three reference
+agents, one row each) into a fresh folder, nothing reused; ``first_result_s`` is when each
+answerer's first probe record was written (time to first result). Timing hooks wrap a few
+functions (trunk turn, memory flush, compaction, probe, report, worker call); they only
+observe. It also writes a digest of every probe's raw output and every checkpoint's snapshot
+hash, so two runs (before/after a change) can be compared for identical outputs
+(``--compare OTHER.json``).
 
 Run: ``python benchmarks/bench_default_run.py [--limit N] [--trunk-model scripted] [--name N]``;
 writes ``results/default_run.json`` (or ``results/<name>.json``). Takes the full run's time.
@@ -41,11 +43,13 @@ import compaction.compactor as compactor_module
 import compaction.policy as policy_module
 import harness.mirage.report as report_module
 from harness.kit.agents.builtin import BuiltinAgent
+from harness.kit.results import ResultsLog
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
 from harness.mirage.trunk import TrunkRunner
 from runtime.backbones.llama_wire import Generated, GenerateRequest
 from runtime.backbones.llama_worker import LlamaWorker
+from runtime.snapshot import load_snapshot, session_hash
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -143,6 +147,8 @@ def _wrap_sync(owner: Any, name: str, label: Callable[..., str]) -> None:
     setattr(owner, name, wrapped)
 
 
+ANSWERER = "answerer "  # one answerer's probes: the embedded model's by state, a reference whole
+FIRST_RESULT: dict[str, float] = {}  # result folder -> when its first probe record was written
 COMPACTING_TURNS: set[str] = set()
 SCRIPTED_TURNS: set[str] = set()
 
@@ -171,6 +177,7 @@ def _install_hooks() -> None:
     _wrap_async(BuiltinAgent, "probe", lambda agent, cp, msg, *, tag: f"probes.{tag.split('.')[0]}")
     _wrap_sync(report_module, "write_report", lambda *a, **k: "report")
     _wrap_sync(MirageRun, "prepare_workspace", lambda *a, **k: "workspace_index")
+    _wrap_async(MirageRun, "probe_model", lambda run, model, *a, **k: f"{ANSWERER}{model}")
     _wrap_sync(LlamaWorker, "_handshake", lambda *a, **k: "model_load")
     original_call = LlamaWorker.call
 
@@ -191,6 +198,14 @@ def _install_hooks() -> None:
         return reply
 
     LlamaWorker.call = call  # type: ignore[assignment,method-assign]
+    original_append = ResultsLog.append
+
+    def append(log: ResultsLog[Any], record: Any) -> bool:
+        written = original_append(log, record)
+        FIRST_RESULT.setdefault(log.path.parent.name, time.perf_counter())
+        return written
+
+    ResultsLog.append = append  # type: ignore[assignment,method-assign]
 
 
 def _group(path: tuple[str, ...]) -> str:
@@ -200,6 +215,8 @@ def _group(path: tuple[str, ...]) -> str:
     if "model_load" in path:
         return "model_load"
     head = path[0]
+    if head.startswith(ANSWERER) and len(path) > 1:
+        return _group(path[1:])
     if head.startswith("trunk.turn#"):
         if head in COMPACTING_TURNS:
             inner = path[1] if len(path) > 1 else "its own reply"
@@ -243,16 +260,27 @@ def output_digest(folder: Path, out: Path) -> dict[str, Any]:
         record = json.loads(line)
         key = ".".join(str(record[k]) for k in ("state", "condition", "question_id", "repeat"))
         outputs[key] = record.get("raw_output")
-    snapshots = {}
+    snapshots, contents = {}, {}
     for manifest in sorted(out.glob("checkpoints/*/*/manifest.json")):
         data = json.loads(manifest.read_text())
         snapshots[manifest.parent.name] = data.get("snapshot_sha256")
+        contents[manifest.parent.name] = _content_hash(manifest.parent / data["snapshot"])
     joined = json.dumps(outputs, sort_keys=True).encode()
     return {
         "raw_outputs": outputs,
         "raw_outputs_sha256": hashlib.sha256(joined).hexdigest(),
         "checkpoint_sha256": snapshots,
+        "checkpoint_content_sha256": contents,
     }
+
+
+def _content_hash(snapshot: Path) -> str:
+    """The session's hash with the ledger's per-call latencies zeroed: what two runs of one
+    trunk share when their outputs are identical (wall-clock time is not an output)."""
+    session = load_snapshot(snapshot)
+    for call in session.ledger.calls:
+        call.latency_s = 0.0
+    return session_hash(session)
 
 
 def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
@@ -262,13 +290,19 @@ def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
         for key in set(mine["raw_outputs"]) | set(other["raw_outputs"])
         if mine["raw_outputs"].get(key) != other["raw_outputs"].get(key)
     )
+    field = (
+        "checkpoint_content_sha256"
+        if "checkpoint_content_sha256" in mine and "checkpoint_content_sha256" in other
+        else "checkpoint_sha256"
+    )
     checkpoints = sorted(
         state
-        for state in set(mine["checkpoint_sha256"]) | set(other["checkpoint_sha256"])
-        if mine["checkpoint_sha256"].get(state) != other["checkpoint_sha256"].get(state)
+        for state in set(mine[field]) | set(other[field])
+        if mine[field].get(state) != other[field].get(state)
     )
     return {
         "against": str(other_path),
+        "checkpoints_compared_by": field,
         "outputs_differing": differing,
         "checkpoints_differing": checkpoints,
     }
@@ -304,7 +338,7 @@ def main() -> None:
     started_wall, *started_cpu = _sample()
     folder: Path | None = None
     try:
-        [folder] = asyncio.run(MirageRun(config).execute())
+        folder = asyncio.run(MirageRun(config).execute())[0]  # the model's; references follow
     except KeyboardInterrupt:  # a run stopped midway still reports the phases it finished
         print("interrupted: the phases so far", file=sys.stderr)
     PHASES._account()
@@ -321,6 +355,9 @@ def main() -> None:
         "load_1min_after": round(os.getloadavg()[0], 2),
         "nproc": os.cpu_count(),
         "threads_env": os.environ.get("MIRAGE_LLAMA_THREADS"),
+        "first_result_s": {
+            name: round(when - started_wall, 1) for name, when in FIRST_RESULT.items()
+        },
         "phases": table,
         "outputs": outputs,
     }
@@ -334,6 +371,7 @@ def main() -> None:
             f"{row.get('load_1min_mean', 0):>8.1f} {int(row.get('calls', 0)):>8} "
             f"{int(row.get('prefilled_tokens', 0)):>8} {int(row.get('generated_tokens', 0)):>8}"
         )
+    print("first result:", ", ".join(f"{k} {v} s" for k, v in data["first_result_s"].items()))
     print(
         f"total: {data['total_wall_s']} s wall, {data['total_cpu_s']} s CPU "
         f"(load {data['load_1min_before']} -> {data['load_1min_after']} on {os.cpu_count()} cores)"

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from contextlib import suppress
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -38,12 +39,23 @@ log = structlog.get_logger(__name__)
 
 MAX_CONSECUTIVE_CRASHES = 3
 DOCTOR_HINT = "run `mirage doctor` to check this CPU against the installed llama.cpp build"
-# llama.cpp's OpenMP threads spin at every barrier by default; when the machine is shared or
-# its vCPUs are descheduled, a spinning thread waits on a partner that is not running: decode
-# fell from 18 to 1 token/s with 2 threads at load 14 on 2 cores. Sleeping costs up to ~1.7x
-# on an idle machine (88 vs 51 token/s; benchmarks/bench_backbones.py --sections omp), where
-# OMP_WAIT_POLICY=ACTIVE in the environment takes precedence.
-WORKER_ENV_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+# llama.cpp's OpenMP threads spin at every barrier before they sleep (libgomp: 300k spins by
+# default); when the machine is shared or its vCPUs are descheduled, a spinning thread waits on
+# a partner that is not running: decode fell from 18 to 1 token/s with 2 threads at load 14 on
+# 2 cores. Sleeping at once (OMP_WAIT_POLICY=PASSIVE) halves decode on an idle machine. A short
+# spin keeps both: probe-like calls took 0.38 s idle (sleeping 0.70, always spinning 0.37) and
+# 1.04 s beside two CPU burners (sleeping 0.90, always spinning 2.30; benchmarks/
+# bench_backbones.py --sections spin). Applied only when the user set neither variable.
+WORKER_ENV_DEFAULTS = {"GOMP_SPINCOUNT": "1000"}
+
+
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the OpenMP wait default added unless the user chose a wait policy or
+    spin count (libgomp lets GOMP_SPINCOUNT override OMP_WAIT_POLICY, so neither is mixed in)."""
+    environment = dict(environ)
+    if not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & environment.keys():
+        environment.update(WORKER_ENV_DEFAULTS)
+    return environment
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -205,7 +217,7 @@ def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=2,  # onto our stderr: the parent's stdout is for results
-            env={**WORKER_ENV_DEFAULTS, **os.environ, "PYTHONPATH": path},
+            env={**worker_environment(os.environ), "PYTHONPATH": path},
         )
         conn = Connection(ours.detach())
     conn.send(spec)

@@ -216,8 +216,8 @@ def test_the_model_loads_without_llama_cpps_extra_buffer_types(
     assert weights and all(line.split()[1] in ("CPU", "CPU_Mapped") for line in weights)
     assert "AVX2 = 1" in info.build.system_info  # llama.cpp's own compile-feature line
     environment = Path(f"/proc/{info.pid}/environ").read_bytes().split(b"\0")
-    if "OMP_WAIT_POLICY" not in os.environ:  # OpenMP threads sleep at barriers, never spin
-        assert b"OMP_WAIT_POLICY=PASSIVE" in environment
+    if not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & os.environ.keys():  # spin briefly, then sleep
+        assert b"GOMP_SPINCOUNT=1000" in environment
 
 
 @pytest.mark.slow
@@ -279,3 +279,22 @@ async def test_a_worker_that_keeps_crashing_is_not_restarted_forever() -> None:
     with pytest.raises(WorkerCrashed, match="3 times in a row; not starting it again"):
         await crashing.complete([UserMessage.text("hi")], [])
     worker.close()
+
+
+@pytest.mark.parametrize(
+    ("user", "expected"),
+    [
+        ({}, {"GOMP_SPINCOUNT": "1000"}),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE"}),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+        ({"GOMP_SPINCOUNT": "0"}, {"GOMP_SPINCOUNT": "0"}),
+    ],
+)
+def test_the_worker_spins_briefly_unless_the_user_chose_a_wait(
+    user: dict[str, str], expected: dict[str, str]
+) -> None:
+    from runtime.backbones.llama_worker import worker_environment
+
+    environment = worker_environment({"PATH": "/usr/bin", **user})
+    assert {k: v for k, v in environment.items() if "OMP" in k} == expected
+    assert environment["PATH"] == "/usr/bin"

@@ -125,6 +125,23 @@ def test_the_comparison_opens_with_what_the_rows_show(
     assert "## Instrument check" in (out / "reference_confabulator" / "report.md").read_text()
 
 
+def test_the_html_pages_carry_the_overview_and_the_instrument_check(
+    default_run: tuple[Path, str, float],
+) -> None:
+    out, _, _ = default_run
+    page = (out / "comparison.html").read_text()
+    check = json.loads((out / "comparison.json").read_text())["instrument"]
+    assert "reference/confabulator, which always answers YES" in page
+    assert "<h2>Instrument check — path labels against the reference agents</h2>" in page
+    agreed = f"<strong>{check['agreed']} of {check['declared']}</strong>"
+    assert agreed in page
+    assert page.index(agreed) < page.index("<h2>reference/retriever</h2>")  # above the rows
+    assert "<th>VC∧R_none</th>" in page
+    reference_page = (out / "reference_confabulator" / "report.html").read_text()
+    assert "<h2>Instrument check" in reference_page
+    assert "| VC∧R_none |" in (out / "comparison.md").read_text()
+
+
 def _canary_pack(tmp_path: Path) -> Path:
     """A copy of the bundled pack whose every gold answer is a marker."""
     pack = tmp_path / "canary-pack"

@@ -211,5 +211,6 @@ def write_report(
         figures,
         note or "",
         provenance_lines(provenance) if provenance else [],
+        preface=instrument,
     )
     return files

@@ -284,7 +284,9 @@ def table1_blocks(aggregates: dict[str, Aggregate]) -> dict[str, str]:
                 cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
                 rows.append([label if first else "", state, *cells])
                 first = False
-        tables[condition] = markdown_table(["Model", "State", *TABLE1_COLUMNS], rows)
+        tables[condition] = markdown_table(
+            ["Model", "State", *(get_metric(c).title for c in TABLE1_COLUMNS)], rows
+        )
     return tables
 
 
@@ -543,5 +545,6 @@ def write_comparison(
         for (d, _), label in zip(labelled, labels, strict=True)
     }
     banner = "" if comparison.comparable else "NOT COMPARABLE: " + "; ".join(found)
-    write_html(files.html, "MIRAGE comparison", pages, figures, banner)
+    preface = "\n\n".join(block for block in (comparison.overview, instrument) if block)
+    write_html(files.html, "MIRAGE comparison", pages, figures, banner, preface=preface)
     return files

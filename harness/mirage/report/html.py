@@ -194,6 +194,27 @@ def markdown_to_html_table(markdown: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def markdown_blocks_html(markdown: str) -> str:
+    """The report's own markdown sections (``## `` headings, paragraphs with ``**bold**``, pipe
+    tables, separated by blank lines) as HTML, escaped."""
+    import re
+
+    from markupsafe import escape
+
+    html = []
+    for block in (b.strip() for b in markdown.split("\n\n")):
+        if not block:
+            continue
+        if block.startswith("|"):
+            html.append(markdown_to_html_table(block))
+        elif block.startswith("## "):
+            html.append(f"<h2>{escape(block[3:])}</h2>")
+        else:
+            text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", str(escape(block)))
+            html.append(f"<p>{text}</p>")
+    return "\n".join(html)
+
+
 def visibility_section(agg: Aggregate) -> dict[str, Any]:
     """The visibility grid (one CSS class per cell, so the page can colour it), the states whose
     context was not readable, and GC per class as an HTML table."""
@@ -229,8 +250,11 @@ def render_html(
     figures: Sequence[Path],
     note: str = "",
     provenance: Sequence[str] = (),
+    preface: str = "",
 ) -> str:
-    """The page for ``answerers`` (label -> result folder, records, aggregate)."""
+    """The page for ``answerers`` (label -> result folder, records, aggregate); ``preface``:
+    markdown sections shown above the answerers' (the comparison's overview, the instrument
+    check)."""
     from harness.mirage.report import tables
     from harness.mirage.report.formats import format_rows, format_table, read_summaries
     from harness.mirage.retry import failure_summary, failures_table
@@ -270,6 +294,7 @@ def render_html(
         title=title,
         note=note,
         provenance=list(provenance),
+        preface=markdown_blocks_html(preface),
         sections=sections,
         figures=[(p.stem, _data_uri(p)) for p in figures],
         data=_embedded_json({"probes": probes}),
@@ -284,8 +309,10 @@ def write_html(
     figures: Sequence[Path],
     note: str = "",
     provenance: Sequence[str] = (),
+    preface: str = "",
 ) -> Path:
-    """``provenance``: the run's provenance lines, shown under the title."""
-    page = render_html(title, answerers, figures, note, provenance)
+    """``provenance``: the run's provenance lines, shown under the title; ``preface``: as for
+    ``render_html``."""
+    page = render_html(title, answerers, figures, note, provenance, preface)
     path.write_text(page, encoding="utf-8")
     return path
