@@ -19,9 +19,10 @@ mirage uses) and on; on a CPU without AMX, on only adds CPU_REPACK, which SmolLM
 tensors cannot use. Omp: the same speeds with OpenMP threads spinning (ACTIVE; unset, libgomp
 spins a while first) or sleeping (PASSIVE) at barriers, at 2 and 1 threads. Spin: probe-like
 calls (a 2,000-token prefix, then 64-token replies to new questions on it) with the threads
-sleeping at once (PASSIVE), spinning 1k (the worker's default)/10k/100k/300k (libgomp's
-``GOMP_SPINCOUNT``; 300k is its default) iterations first, or always (ACTIVE), on the machine
-as it is and with two CPU-burning processes beside it. Grammar: milliseconds per generated
+sleeping at once (PASSIVE, the worker's default on a busy machine), spinning 1k (its default
+on an idle one)/10k/100k/300k (libgomp's ``GOMP_SPINCOUNT``; 300k is its default) iterations
+first, or always (ACTIVE), on the machine as it is and with two CPU-burning processes beside
+it. Grammar: milliseconds per generated
 token (the call's time after prefill, over its output tokens) for free text, a forced Hermes
 tool call (any of two tools) and a JSON-schema reply, in process; the part of it outside
 llama.cpp's model evaluation (sampling, where a grammar works; less swayed by the machine's
@@ -238,7 +239,8 @@ def bench_extra_buffer_types(repeats: int, prompt_tokens: int = 1000) -> dict[st
 
 def bench_wait_policy(repeats: int, prompt_tokens: int = 500) -> dict[str, Any]:
     """Prefill/decode speed with OpenMP threads spinning (ACTIVE) or sleeping (PASSIVE, what
-    the worker sets) at barriers, at 2 and 1 threads. Meaningful only with the load quoted."""
+    the worker sets on a busy machine) at barriers, at 2 and 1 threads. Meaningful only with
+    the load quoted."""
     backbone = EmbeddedBackbone()
     path = str(backbone.worker().spec.path)
     results: dict[str, Any] = {}
@@ -317,8 +319,8 @@ def bench_spin(repeats: int, probes: int = 3) -> dict[str, Any]:
     import runtime.backbones.llama_worker as worker_module
 
     path = str(EmbeddedBackbone().worker().spec.path)
-    defaults = worker_module.WORKER_ENV_DEFAULTS
-    worker_module.WORKER_ENV_DEFAULTS = {}  # each setting's env alone, "unset" included
+    chooses = worker_module.worker_environment
+    worker_module.worker_environment = lambda environ, load: dict(environ)  # each setting alone
     results: dict[str, Any] = {}
     try:
         for condition in ("as_is", "busy_2_burners"):
@@ -340,7 +342,7 @@ def bench_spin(repeats: int, probes: int = 3) -> dict[str, Any]:
                 for name, runs in rows.items()
             }
     finally:
-        worker_module.WORKER_ENV_DEFAULTS = defaults
+        worker_module.worker_environment = chooses
     return results
 
 

@@ -40,21 +40,29 @@ log = structlog.get_logger(__name__)
 MAX_CONSECUTIVE_CRASHES = 3
 DOCTOR_HINT = "run `mirage doctor` to check this CPU against the installed llama.cpp build"
 # llama.cpp's OpenMP threads spin at every barrier before they sleep (libgomp: 300k spins by
-# default); when the machine is shared or its vCPUs are descheduled, a spinning thread waits on
-# a partner that is not running: decode fell from 18 to 1 token/s with 2 threads at load 14 on
-# 2 cores. Sleeping at once (OMP_WAIT_POLICY=PASSIVE) halves decode on an idle machine. A short
-# spin keeps both: probe-like calls took 0.38 s idle (sleeping 0.70, always spinning 0.37) and
-# 1.04 s beside two CPU burners (sleeping 0.90, always spinning 2.30; benchmarks/
-# bench_backbones.py --sections spin). Applied only when the user set neither variable.
-WORKER_ENV_DEFAULTS = {"GOMP_SPINCOUNT": "1000"}
+# default). On an idle machine a short spin nearly doubles decode over sleeping at once
+# (probe-like calls 0.38 s against 0.70 s); when the machine is busy a spinning thread waits on
+# a partner that is not running (decode fell from 18 to 1 token/s spinning 300k at load 14 on 2
+# cores) and even 1,000 spins cost 38% at load ~4 (0.99 s against 0.72 s sleeping), 79% at
+# load ~6.6 (2.85 s against 1.59 s; benchmarks/bench_backbones.py --sections spin). libgomp
+# reads this once, at the worker's start, so the machine's load then picks one; the user's
+# own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins (libgomp lets GOMP_SPINCOUNT override
+# OMP_WAIT_POLICY: neither is mixed in).
+IDLE_WAIT = {"GOMP_SPINCOUNT": "1000"}
+BUSY_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+IDLE_LOAD_PER_CPU = 0.75  # 1-minute load per usable CPU under which the machine counts as idle
 
 
-def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` with the OpenMP wait default added unless the user chose a wait policy or
-    spin count (libgomp lets GOMP_SPINCOUNT override OMP_WAIT_POLICY, so neither is mixed in)."""
+def load_per_cpu() -> float:
+    return os.getloadavg()[0] / len(os.sched_getaffinity(0))
+
+
+def worker_environment(environ: Mapping[str, str], load: float) -> dict[str, str]:
+    """``environ`` with the OpenMP wait for a machine at ``load`` (per CPU) added, unless the
+    user chose a wait policy or spin count."""
     environment = dict(environ)
     if not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & environment.keys():
-        environment.update(WORKER_ENV_DEFAULTS)
+        environment.update(IDLE_WAIT if load < IDLE_LOAD_PER_CPU else BUSY_WAIT)
     return environment
 
 
@@ -211,13 +219,17 @@ def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
     ours, theirs = socket.socketpair()
     package_root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    load = load_per_cpu()
+    environment = worker_environment(os.environ, load)
+    waits = {name: environment.get(name) for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    log.info("llama_worker_openmp_wait", load_per_cpu=round(load, 2), **waits)
     with ours, theirs:
         process = subprocess.Popen(
             [sys.executable, "-c", f"{_CHILD_ENTRY}({theirs.fileno()})"],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=2,  # onto our stderr: the parent's stdout is for results
-            env={**worker_environment(os.environ), "PYTHONPATH": path},
+            env={**environment, "PYTHONPATH": path},
         )
         conn = Connection(ours.detach())
     conn.send(spec)

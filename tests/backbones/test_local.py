@@ -216,8 +216,8 @@ def test_the_model_loads_without_llama_cpps_extra_buffer_types(
     assert weights and all(line.split()[1] in ("CPU", "CPU_Mapped") for line in weights)
     assert "AVX2 = 1" in info.build.system_info  # llama.cpp's own compile-feature line
     environment = Path(f"/proc/{info.pid}/environ").read_bytes().split(b"\0")
-    if not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & os.environ.keys():  # spin briefly, then sleep
-        assert b"GOMP_SPINCOUNT=1000" in environment
+    if not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & os.environ.keys():  # chosen by the load
+        assert b"GOMP_SPINCOUNT=1000" in environment or b"OMP_WAIT_POLICY=PASSIVE" in environment
 
 
 @pytest.mark.slow
@@ -282,19 +282,20 @@ async def test_a_worker_that_keeps_crashing_is_not_restarted_forever() -> None:
 
 
 @pytest.mark.parametrize(
-    ("user", "expected"),
+    ("user", "load", "expected"),
     [
-        ({}, {"GOMP_SPINCOUNT": "1000"}),
-        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE"}),
-        ({"OMP_WAIT_POLICY": "PASSIVE"}, {"OMP_WAIT_POLICY": "PASSIVE"}),
-        ({"GOMP_SPINCOUNT": "0"}, {"GOMP_SPINCOUNT": "0"}),
+        ({}, 0.1, {"GOMP_SPINCOUNT": "1000"}),  # idle: a short spin, then sleep
+        ({}, 2.0, {"OMP_WAIT_POLICY": "PASSIVE"}),  # busy: sleep at once
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, 0.1, {"OMP_WAIT_POLICY": "ACTIVE"}),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, 0.1, {"OMP_WAIT_POLICY": "PASSIVE"}),
+        ({"GOMP_SPINCOUNT": "0"}, 2.0, {"GOMP_SPINCOUNT": "0"}),
     ],
 )
-def test_the_worker_spins_briefly_unless_the_user_chose_a_wait(
-    user: dict[str, str], expected: dict[str, str]
+def test_the_worker_waits_by_the_machines_load_unless_the_user_chose(
+    user: dict[str, str], load: float, expected: dict[str, str]
 ) -> None:
     from runtime.backbones.llama_worker import worker_environment
 
-    environment = worker_environment({"PATH": "/usr/bin", **user})
+    environment = worker_environment({"PATH": "/usr/bin", **user}, load)
     assert {k: v for k, v in environment.items() if "OMP" in k} == expected
     assert environment["PATH"] == "/usr/bin"
