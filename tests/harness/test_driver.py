@@ -48,7 +48,7 @@ def test_every_state_is_captured_the_turn_it_is_reached() -> None:
     assert captured["S1-d0"][0] == planted
     for name in ("S1-d50k", "S1-d80k"):
         depth = profile.state(name).eit or 0
-        position, eit, compactions = captured[name]
+        _, eit, compactions = captured[name]
         assert compactions == 0 and eit >= depth > eit - steps.per_turn
     assert captured["S2"][2] == 1 and captured["S2"][0] == steps.position
     assert seen[:planted] == [(n, 500 + 100 * n) for n in range(1, planted + 1)]
@@ -62,7 +62,7 @@ def test_every_state_is_captured_the_turn_it_is_reached() -> None:
 def test_a_compaction_before_a_depth_state_stops_the_walk_at_once() -> None:
     pack, profile = load_pack("mirage-core"), scaled_profile(8192)
     steps = CountingSteps(base=3000, per_turn=400, compact_at=3300)
-    with pytest.raises(TrunkError, match="the fake trunk compacted .* use a larger --window"):
+    with pytest.raises(TrunkError, match=r"the fake trunk compacted .* use a larger --window"):
         run_without_loop(TrunkDriver(steps, pack, profile, seed=0).run())
     assert steps.position <= len(pack.planting_turns()) + 1
 
