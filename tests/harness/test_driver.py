@@ -73,7 +73,7 @@ def test_a_planted_turn_as_text_names_images_by_their_stand_in() -> None:
         turn = TrunkTurn.planted(planted)
         for part in turn.message.content:
             if isinstance(part, ImagePart) and part.text_representation:
-                assert part.text_representation in turn.text
+                assert part.text_representation.strip() in turn.text
     assert TrunkTurn.filler(" text ").text == " text "
 
 
