@@ -71,6 +71,24 @@ async def compact(
     )
 
 
+def summarized_span(session: Session, keep_recent_tokens: int) -> tuple[int, int] | None:
+    """``(first, start)``: a compaction keeping ``keep_recent_tokens`` verbatim summarises the
+    messages ``[first:start]`` (``first`` is 1 when the history starts with an earlier summary,
+    which is folded into the new one); None when the whole history fits in the tail."""
+    messages = session.messages
+    start = tail_start(session.message_tokens, messages, keep_recent_tokens)
+    first = 1 if messages and previous_summary(messages[0]) is not None else 0
+    return (first, start) if start > first else None
+
+
+def install_summary(session: Session, summary: str, start: int) -> None:
+    """The messages before ``start`` replaced by the summary message; the compaction cycle ends
+    (one more compaction, and the next cycle may flush again)."""
+    session.replace_messages([summary_message(summary), *session.messages[start:]])
+    session.compaction.count += 1
+    session.compaction.flushed_in_cycle = False
+
+
 async def compact_session(
     session: Session,
     strategy: CompactionStrategy,
@@ -82,14 +100,14 @@ async def compact_session(
     fixed_tokens: int = 0,
 ) -> CompactionRecord:
     messages = list(session.messages)
-    start = tail_start(session.message_tokens, messages, keep_recent_tokens)
-    earlier = previous_summary(messages[0]) if messages else None
-    first = 1 if earlier is not None else 0
-    if start <= first:
+    span = summarized_span(session, keep_recent_tokens)
+    if span is None:
         raise NothingToCompact(
             f"nothing to compact: all {len(messages)} messages fit in the "
             f"{keep_recent_tokens}-token verbatim tail"
         )
+    first, start = span
+    earlier = previous_summary(messages[0]) if first else None
     tokens_before = fixed_tokens + session.history_tokens
     result = await strategy.summarize(
         messages[first:start],
@@ -105,7 +123,7 @@ async def compact_session(
             purpose="summary",
             latency_s=completion.latency_s,
         )
-    session.replace_messages([summary_message(result.summary), *messages[start:]])
+    install_summary(session, result.summary, start)
     record = CompactionRecord(
         summary=result.summary,
         first_kept_index=start,
@@ -118,8 +136,6 @@ async def compact_session(
         reason=reason,
     )
     session.compaction.records.append(record)
-    session.compaction.count += 1
-    session.compaction.flushed_in_cycle = False
     log.info(
         "compacted",
         reason=reason,

@@ -10,7 +10,10 @@ After a turn, with EIT the input tokens of the turn's last backbone call (the le
 1. EIT > flush threshold, flush enabled, not yet flushed in this cycle → one silent flush turn;
 2. EIT > threshold → compact, keeping ``keep_recent`` tokens verbatim.
 
-A compaction ends the cycle (``flushed_in_cycle`` is reset). On overflow the policy compacts
+The two decisions are asked one by one (``claim_flush``, ``due_compaction``) by anything that
+must follow them without an agent loop: the dry run's token-level trunk (``harness.mirage.plan``)
+asks them, and the compactor's ``summarized_span`` and ``install_summary``, rather than re-deriving
+them. A compaction ends the cycle (``flushed_in_cycle`` is reset). On overflow the policy compacts
 with the normal tail, then half of it, then a quarter on consecutive overflows of the same
 call. A failed compaction is logged and recorded in ``tool_state["compaction_failures"]``;
 it never fails the user's turn (the next turn tries again).
@@ -27,7 +30,7 @@ from compaction.flush import FLUSH_PROMPT, memory_flush
 from compaction.strategies import CompactionStrategy, get_strategy
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, ProviderError
-from runtime.session import CompactionRecord
+from runtime.session import CompactionRecord, Session
 
 log = structlog.get_logger(__name__)
 
@@ -69,16 +72,32 @@ class CompactionPolicy:
         session = agent.session
         eit = session.ledger.current_eit
         budget = self.budget(agent)
-        wants_flush = self.config.memory_flush and not session.compaction.flushed_in_cycle
-        if wants_flush and eit > budget.flush_threshold:
-            session.compaction.flushed_in_cycle = True
+        if self.claim_flush(session, eit, budget):
             self._flushing = True
             try:
                 await memory_flush(agent, eit, self.flush_prompt)
             finally:
                 self._flushing = False
-        if eit > budget.threshold:
-            await self.compact(agent, reason="threshold", keep_recent_tokens=budget.keep_recent)
+        keep = self.due_compaction(eit, budget)
+        if keep is not None:
+            await self.compact(agent, reason="threshold", keep_recent_tokens=keep)
+
+    def claim_flush(self, session: Session, eit: int, budget: CompactionBudget) -> bool:
+        """Whether a turn that ended at ``eit`` is followed by the memory flush (flush on, not
+        yet flushed in this cycle, past the flush threshold); marks the cycle flushed if so."""
+        if not (self.config.enabled and self.config.memory_flush):
+            return False
+        if session.compaction.flushed_in_cycle or eit <= budget.flush_threshold:
+            return False
+        session.compaction.flushed_in_cycle = True
+        return True
+
+    def due_compaction(self, eit: int, budget: CompactionBudget) -> int | None:
+        """The verbatim tail (tokens) of the threshold compaction that follows a turn that
+        ended at ``eit``, or None when none is due."""
+        if self.config.enabled and eit > budget.threshold:
+            return budget.keep_recent
+        return None
 
     async def on_overflow(self, agent: Agent, error: ProviderError) -> bool:
         if self._flushing or not self.config.enabled:

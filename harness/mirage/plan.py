@@ -14,9 +14,10 @@ probe question. The history comes from
 - the checkpoints, when a finished family of this trunk configuration exists (``checkpoint``);
 - otherwise a token-level replay of the trunk (``estimate``): the pack's planting turns, the
   seeded filler, the trunk's replies (the scripted acknowledgement, or for a model trunk a
-  reply that fills its output budget), the compaction budgets of the depth profile, and a
-  summary that fills the summarizer's output budget. Depth states are captured at the first
-  turn whose EIT reaches the depth, as the trunk does.
+  reply that fills its output budget) and a summary that fills the summarizer's output budget,
+  walked by the trunk's own driver (``harness.mirage.driver``: the same turns, the same capture
+  rules) with the trunk's own compaction policy deciding when it flushes and compacts and the
+  compactor which tail it keeps (asked, not re-derived).
 
 Calls per probe are an assumption (printed): one under C0, two under Cm (one retrieval round
 adding ``TOOL_ROUND_TOKENS`` of call and result). Output is counted at the full budget (an upper
@@ -37,8 +38,10 @@ from pydantic import BaseModel, Field
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.costs import Cost, TokenTally, cost_of, prices_for
+from harness.mirage.driver import TrunkDriver, TrunkTurn, run_without_loop
 from harness.mirage.references import is_reference
 from harness.mirage.run import MirageRun, bad_files_reported
+from harness.mirage.states import StateSpec
 from runtime.backbones.base import LOCAL_PREFIX, Backbone
 from runtime.messages import AssistantMessage, Message, ToolSpec, UserMessage
 from runtime.session import Session
@@ -179,14 +182,17 @@ class TrunkReplay:
 
 
 class _ReplayedTrunk:
-    """The token arithmetic of ``harness.mirage.trunk.TrunkRunner`` with the agent loop and
-    ``CompactionPolicy``: same messages, same budgets, same capture rules; no model."""
+    """The trunk at the token level, under the trunk driver (``harness.mirage.driver``) as the
+    real trunk is: the same messages and the agent loop's prompt; the trunk's own compaction
+    policy decides when it flushes and compacts and the compactor which tail it keeps; no
+    model (its replies and summaries are stand-ins of their budgets)."""
+
+    label = "the trunk (replayed without a model)"
 
     def __init__(
         self, run: MirageRun, trunk_backbone: Backbone | None, summary_tokens: int
     ) -> None:
-        from compaction.config import CompactionConfig
-        from harness.mirage.trunk import ReplayBackbone, compaction_config
+        from harness.mirage.trunk import ReplayBackbone, trunk_policy
         from memory_server import tools_specs
         from runtime.agent import Agent
         from runtime.factory import new_session
@@ -206,14 +212,17 @@ class _ReplayedTrunk:
         self.counter = PromptCounter(trunk_backbone)
         self.base = self.counter.prompt(self.prefix, self.tools)
         self.added: list[int] = []
-        self.compaction: CompactionConfig = compaction_config(
-            self.profile, run.config.primary_format, trunk.summarizer_model, trunk.memory_flush
-        )
-        self.budget = self.compaction.budget(self.profile.window)
+        self.policy = trunk_policy(trunk, self.profile, run.config.primary_format, None)
+        self.budget = self.policy.config.budget(self.profile.window)
         self.reply = placeholder_text(trunk.max_output_tokens)
         self.summary = placeholder_text(summary_tokens)
         self.eit = 0
+        self.position = 0
         self.result = TrunkReplay()
+
+    @property
+    def compactions(self) -> int:
+        return self.session.compaction_count
 
     def _tokens_of(self, message: Message) -> int:
         return self.counter.prompt([*self.prefix, message], self.tools) - self.base
@@ -222,15 +231,14 @@ class _ReplayedTrunk:
         self.session.append(message)
         self.added.append(self._tokens_of(message))
 
-    def _turn(self, user: UserMessage, scripted: str | None) -> None:
-        self._append(user)
+    async def turn(self, turn: TrunkTurn) -> None:
+        self._append(turn.message)
         self.eit = self.base + sum(self.added)
-        generated = scripted is None and self.generated
-        if generated:
+        if turn.scripted is None and self.generated:
             self.result.turn_inputs.append(self.eit)
-        text = scripted if scripted is not None else self._unscripted_reply()
+        text = turn.scripted if turn.scripted is not None else self._unscripted_reply()
         self._append(AssistantMessage(content=text, raw=text))
-        self.result.turns += 1
+        self.position += 1
         self._after_turn()
 
     def _unscripted_reply(self) -> str:
@@ -239,69 +247,37 @@ class _ReplayedTrunk:
         return self.reply if self.generated else SCRIPTED_ACKNOWLEDGEMENT
 
     def _after_turn(self) -> None:
-        state = self.session.compaction
-        if (
-            self.compaction.memory_flush
-            and not state.flushed_in_cycle
-            and self.eit > self.budget.flush_threshold
-        ):
-            state.flushed_in_cycle = True
+        if self.policy.claim_flush(self.session, self.eit, self.budget):
             self.result.flush_inputs.append(self.eit)
-        if self.eit > self.budget.threshold:
-            self._compact()
+        keep = self.policy.due_compaction(self.eit, self.budget)
+        if keep is not None:
+            self._compact(keep)
 
-    def _compact(self) -> None:
-        from compaction.transcript import previous_summary, summary_message, tail_start
+    def _compact(self, keep: int) -> None:
+        from compaction.compactor import install_summary, summarized_span
 
-        messages = list(self.session.messages)
-        start = tail_start(self.session.message_tokens, messages, self.budget.keep_recent)
-        first = 1 if messages and previous_summary(messages[0]) is not None else 0
-        if start <= first:
+        span = summarized_span(self.session, keep)
+        if span is None:
             return  # the real policy logs NothingToCompact and goes on
+        first, start = span
         self.result.summarized.append(sum(self.session.message_tokens[first:start]))
-        summary = summary_message(self.summary)
-        self.session.replace_messages([summary, *messages[start:]])
-        self.added = [self._tokens_of(summary), *self.added[start:]]
-        self.session.compaction.count += 1
-        self.session.compaction.flushed_in_cycle = False
+        install_summary(self.session, self.summary, start)
+        self.added = [self._tokens_of(self.session.messages[0]), *self.added[start:]]
 
-    def _capture(self, kinds: set[str]) -> None:
-        count = self.session.compaction_count
-        for spec in self.profile.states:
-            if spec.name in self.result.sessions or spec.kind not in kinds:
-                continue
-            reached = {
-                "plant_end": True,
-                "depth": count == 0 and self.eit >= (spec.eit or 0),
-                "compaction": count >= spec.compactions,
-            }[spec.kind]
-            if reached:
-                self.result.sessions[spec.name] = self.session.model_copy(
-                    update={
-                        "messages": list(self.session.messages),
-                        "message_tokens": list(self.session.message_tokens),
-                        "compaction": self.session.compaction.model_copy(deep=True),
-                    }
-                )
+    async def capture(self, spec: StateSpec) -> Session:
+        return self.session.model_copy(
+            update={
+                "messages": list(self.session.messages),
+                "message_tokens": list(self.session.message_tokens),
+                "compaction": self.session.compaction.model_copy(deep=True),
+            }
+        )
 
     def replay(self) -> TrunkReplay:
-        from harness.mirage.trunk import MAX_FILLER_TURNS, TrunkError
-
-        pack = self.run.pack
-        for planted in pack.planting_turns():
-            self._turn(planted.to_user_message(), planted.assistant)
-        self._capture({"plant_end"})
-        for turn in pack.filler_turns(self.run.trunk_config().seed, n_turns=MAX_FILLER_TURNS):
-            if len(self.result.sessions) == len(self.profile.states):
-                break
-            self._turn(UserMessage.text(turn.text), None)
-            self._capture({"depth", "compaction"})
-        missing = [s.name for s in self.profile.states if s.name not in self.result.sessions]
-        if missing:
-            raise TrunkError(
-                f"the trunk would end after {self.result.turns} turns at EIT {self.eit} "
-                f"without reaching state(s) {', '.join(missing)}"
-            )
+        seed = self.run.trunk_config().seed
+        driver = TrunkDriver(self, self.run.pack, self.profile, seed)
+        self.result.sessions = run_without_loop(driver.run())
+        self.result.turns = self.position
         return self.result
 
 
@@ -326,7 +302,8 @@ def plan_run(run: MirageRun) -> RunPlan:
         sessions = {key: replayed.sessions[state] for key, state, _ in run.state_keys()}
         eits, source = {}, "estimate"
     answerers = [
-        _answerer_plan(run, model, sessions, eits, source) for model in _answerer_models(run)
+        _answerer_plan(run, model, sessions, eits, source)
+        for model in run.strategy.priced_answerers()
     ]
     config = run.config
     return RunPlan(
@@ -341,12 +318,6 @@ def plan_run(run: MirageRun) -> RunPlan:
         answerers=answerers,
         assumptions=_assumptions(source, run),
     )
-
-
-def _answerer_models(run: MirageRun) -> list[str]:
-    if run.config.agent is not None:
-        return [run.config.agent_model or run.config.agent]
-    return [model for model in run.config.answerers if not is_reference(model)]
 
 
 def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
@@ -444,7 +415,7 @@ def _answerer_plan(
 
     config = run.config
     budget = config.probe_output_tokens(model)
-    backbone = None if config.agent is not None else run.backbone(model, budget)
+    backbone = None if run.strategy.own_prompt else run.backbone(model, budget)
     counter = PromptCounter(backbone)
     questions = run.questions()
     messages = [
@@ -561,7 +532,7 @@ def _assumptions(source: StateSource, run: MirageRun) -> list[str]:
             "summaries at the summarizer's full output budget; a trunk model's real replies "
             "move each depth state by up to one turn"
         )
-    if run.config.agent is not None:
+    if run.strategy.own_prompt:
         notes.append("agent under test: its own prompt is unknown; history + question counted")
     references = [model for model in run.config.answerers if is_reference(model)]
     if references:

@@ -1,7 +1,8 @@
 """The provenance of a ``mirage run``: the kit's block (``harness.kit.provenance``) filled with
 the study — pack and question set digests, every model of the run with its weights' digest or
 provider, scoring, depth profile, summary formats and, with ``--agent openclaw``, OpenClaw's
-version — and written into ``run.json`` beside the run's options. A resumed run keeps the first
+version (which models and that version: the run strategy's, ``harness.mirage.strategies``) — and
+written into ``run.json`` beside the run's options. A resumed run keeps the first
 run's block and adds a note when its own differs.
 """
 
@@ -11,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.provenance import (
     ModelProvenance,
     Provenance,
@@ -26,6 +26,7 @@ from harness.kit.rundir import RUN_CONFIG
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
+from harness.mirage.strategies import strategy_for
 from memory_server.store import atomic_write_bytes
 
 RUN_CONFIG_MODE = 0o644
@@ -46,15 +47,7 @@ class MirageRunLike(Protocol):
 
 
 def _models(run: MirageRunLike) -> list[ModelProvenance]:
-    config = run.config
-    roles: list[tuple[str, str]] = []
-    if config.agent is not None and config.agent != OPENCLAW_AGENT:
-        agent = config.agent + (f" (model {config.agent_model})" if config.agent_model else "")
-        roles.append(("agent", agent))
-    else:
-        roles += [("answerer", model) for model in config.answerers]
-    if config.agent != OPENCLAW_AGENT:
-        roles += [("trunk", config.trunk_model), ("summarizer", config.summarizer)]
+    roles = strategy_for(run.config).provenance_roles()  # the run's own: a function of its config
     return [*(_model(role, model, run) for role, model in roles), embedder_provenance()]
 
 
@@ -66,15 +59,6 @@ def _model(role: str, model: str, run: MirageRunLike) -> ModelProvenance:
     if is_reference(model):
         return ModelProvenance(role=role, model=model, provider="mirage reference agent")
     return model_provenance(role, model, run.config.api_base, set(run.backbones))
-
-
-def _openclaw_version(run: MirageRunLike) -> str | None:
-    if run.config.agent != OPENCLAW_AGENT:
-        return None
-    from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
-
-    install = find_install(DEFAULT_OPENCLAW_VERSION)
-    return install.version if install is not None else f"{DEFAULT_OPENCLAW_VERSION} (not installed)"
 
 
 def run_provenance(run: MirageRunLike) -> Provenance:
@@ -92,7 +76,7 @@ def run_provenance(run: MirageRunLike) -> Provenance:
         depth_profile=run.profile.name,
         summary_formats=list(run.config.summary_formats),
         conditions=list(run.config.conditions),
-        openclaw=_openclaw_version(run),
+        openclaw=strategy_for(run.config).openclaw_version(),
     )
 
 

@@ -1,15 +1,23 @@
 """``mirage run``: the MIRAGE protocol end to end (papers/mirage.txt, Algorithm 1).
 
-1. materialise the pack's workspace W and index it;
-2. build the trunk T = plant ⊕ filler with the trunk model (compaction on) and capture one
-   checkpoint per state — or reuse the family of checkpoints a previous run built with the same
-   trunk configuration; with several summary formats, the first compacts inline and every other
-   one branches its compaction states (``S2@<format>``) from the state right before the first
-   compaction;
-3. for each answerer model: every state × condition × question × repeat on a fresh restore,
-   with the memory server pinned to the checkpoint's workspace version and a per-probe
-   attribution tag; records appended to ``<out>/<model>/results.jsonl`` (resumable);
-4. report (``summary.json``, ``report.md``, figures) per model.
+1. check that the output folder can be resumed and that every model still needed exists; lock
+   the folder; write ``run.json`` (options and provenance) and ``study.json``;
+2. materialise the pack's workspace W and index it;
+3. obtain one checkpoint per state — for the built-in runtime and external agents, build the
+   trunk T = plant ⊕ filler with the trunk model (compaction on), or reuse the family of
+   checkpoints a previous run built with the same trunk configuration; with several summary
+   formats, the first compacts inline and every other one branches its compaction states
+   (``S2@<format>``) from the state right before the first compaction; OpenClaw replays the
+   trunk through its own gateway;
+4. for each answerer: every state × condition × question × repeat on a fresh restore, with the
+   memory server pinned to the checkpoint's workspace version and a per-probe attribution tag;
+   records appended to ``<out>/<answerer>/results.jsonl`` (resumable);
+5. report (``summary.json``, ``report.md``, figures) per answerer.
+
+``MirageRun`` holds this order and nothing that depends on the kind of agent: which models are
+needed, the trunk's window, the result folders, how checkpoints are obtained and each answerer
+probed, and what the provenance names are its run strategy's (``harness.mirage.strategies``,
+picked once from the configuration).
 """
 
 from __future__ import annotations
@@ -22,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.kit.memory import memory_endpoint
 from harness.kit.rundir import model_slug, pack_digest
 from harness.mirage.checkpoints import (
@@ -43,17 +50,16 @@ from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.references import is_reference
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
 from harness.mirage.shards import write_study
+from harness.mirage.strategies import RunStrategy, strategy_for
+from harness.mirage.strategies.own_trunk import SCRIPTED_TRUNK_WINDOW as SCRIPTED_TRUNK_WINDOW
 from runtime.backbones import LOCAL_PREFIX
 
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
-    from harness.kit.attribution import AttributedAgent
     from harness.mirage.report import ReportFiles
     from harness.mirage.trunk import TrunkModels
 
 log = structlog.get_logger(__name__)
-
-SCRIPTED_TRUNK_WINDOW = 8192
 
 
 class RunInputError(RuntimeError):
@@ -103,7 +109,8 @@ def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
 
 
 class MirageRun:
-    """One ``mirage run``: owns the output folder layout and the run's stages."""
+    """One ``mirage run``: owns the output folder layout and the run's stages, in the protocol's
+    order; what differs between kinds of agent is its strategy's (``harness.mirage.strategies``)."""
 
     def __init__(
         self,
@@ -117,6 +124,7 @@ class MirageRun:
         from harness.mirage.states import depth_profile
 
         self.config = config
+        self.strategy: RunStrategy = strategy_for(config)
         self.backbones = dict(backbones or {})
         self.out = config.out
         with bad_files_reported():
@@ -136,24 +144,12 @@ class MirageRun:
         reports without them)."""
         from runtime.backbones import check_model
 
-        config = self.config
-        existing = self.existing_checkpoints() if config.agent != OPENCLAW_AGENT else None
-        needed: list[str] = []
-        if config.agent is None or config.agent == OPENCLAW_AGENT:
-            folders = zip(config.answerers, self.result_dirs(), strict=False)
-            needed += [
-                model
-                for model, folder in folders
-                if existing is None or self.pending_probes(folder, existing)
-            ]
-        if existing is None and config.agent != OPENCLAW_AGENT:
-            scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
-            needed += [config.summarizer] if scripted else [config.trunk_model, config.summarizer]
-        for model in dict.fromkeys(needed):
+        api_base = self.config.api_base
+        for model in dict.fromkeys(self.strategy.models_to_check(self)):
             if model in self.backbones or is_reference(model):
                 continue
             try:
-                check_model(model, None if model.startswith(LOCAL_PREFIX) else config.api_base)
+                check_model(model, None if model.startswith(LOCAL_PREFIX) else api_base)
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
 
@@ -199,16 +195,7 @@ class MirageRun:
     def _trunk_window(self) -> int:
         if self.config.window is not None:
             return self.config.window
-        if self.config.agent == OPENCLAW_AGENT:
-            from harness.mirage.openclaw.run import openclaw_window
-
-            model = self.config.models[0]
-            backbone = self.backbone(model, self.config.probe_output_tokens(model))
-            return openclaw_window(int(backbone.context_window))
-        if self.config.trunk_model == SCRIPTED_TRUNK_MODEL:
-            return SCRIPTED_TRUNK_WINDOW
-        backbone = self.backbone(self.config.trunk_model, self.config.trunk_output_tokens)
-        return int(backbone.context_window)
+        return self.strategy.trunk_window(self)
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
         """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
@@ -458,11 +445,8 @@ class MirageRun:
 
     def result_dirs(self) -> list[Path]:
         """The per-answerer result folders this run writes."""
-        if self.config.agent == OPENCLAW_AGENT:
-            return [self.out / f"openclaw-{model_slug(self.config.models[0])}"]
-        if self.config.agent is not None:
-            return [self.out / model_slug(self.config.agent_model or self.config.agent)]
-        return [self.out / model_slug(model) for model in self.config.answerers]
+        strategy = self.strategy
+        return [strategy.result_dir(self.out, answerer) for answerer in strategy.answerers()]
 
     def check_resumable(self) -> None:
         """Refuse to resume result folders scored under another profile (their prompts differ
@@ -498,42 +482,9 @@ class MirageRun:
                     )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
-        from harness.kit.agents import BuiltinAgent
-        from harness.kit.attribution import AttributedAgent
-        from harness.mirage.references import make_reference
-
-        model_dir = self.out / model_slug(model)
-        if is_reference(model):  # R_tool from the memory server's log, not the agent's word
-            reference = AttributedAgent(make_reference(model), model_dir / "calls.jsonl")
-            return await self.probe_agent(reference, model_dir, checkpoints, index)
-        backbone = self.backbone(model, self.config.probe_output_tokens(model))
-        agent = BuiltinAgent(
-            backbone,
-            memory_url=None,
-            max_output_tokens=self.config.probe_output_tokens(model),
-            adapters=self.config.adapters,
-        )
-        return await self.probe_agent(agent, model_dir, checkpoints, index)
-
-    def external_agent(self, call_log: Path) -> AttributedAgent:
-        """The ``--agent`` adapter, wrapped so R_tool comes from the memory server's log."""
-        from harness.kit.agents.factory import external_adapter
-        from harness.kit.attribution import AttributedAgent
-
-        assert self.config.agent is not None
-        inner = external_adapter(
-            self.config.agent,
-            model=self.config.agent_model,
-            api_key=self.config.agent_api_key,
-            timeout_s=self.config.agent_timeout_s,
-        )
-        return AttributedAgent(inner, call_log)
-
-    async def probe_external(self, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
-        assert self.config.agent is not None
-        (model_dir,) = self.result_dirs()
-        agent = self.external_agent(model_dir / "calls.jsonl")
-        return await self.probe_agent(agent, model_dir, checkpoints, index)
+        """Every unfinished probe of one answerer (``model``: a model string, a reference agent,
+        or the agent under test as ``answerers`` names it), end to end; its result folder."""
+        return await self.strategy.probe(self, model, checkpoints, index)
 
     async def probe_agent(
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
@@ -634,32 +585,22 @@ class MirageRun:
         from harness.kit.outlock import out_lock
         from harness.mirage.provenance import write_run_config
         from harness.mirage.report import write_report
+        from harness.mirage.report.attribution import write_attribution_summary
 
         self.check_resumable()
         self._check_models()
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
         write_run_config(self)  # the options and the provenance (the first run's on a resume)
-        family = None if self.config.agent == OPENCLAW_AGENT else self.family_dir.name
-        write_study(self.config, self.pack.root, family)
+        write_study(self.config, self.pack.root, self.strategy.family(self))
         index = self.prepare_workspace()
         try:
             folders = []
-            if self.config.agent == OPENCLAW_AGENT:
-                from harness.mirage.openclaw.run import run_openclaw
-
-                folders.append(await run_openclaw(self, index))
-            elif self.config.agent is not None:
-                checkpoints = await self.checkpoints(index)
-                folders.append(await self.probe_external(checkpoints, index))
-            else:
-                checkpoints = await self.checkpoints(index)
-                for model in self.config.answerers:
-                    folders.append(await self.probe_model(model, checkpoints, index))
+            async with self.strategy.checkpoints(self, index) as checkpoints:
+                for answerer in self.strategy.answerers():
+                    folders.append(await self.probe_model(answerer, checkpoints, index))
             for folder in folders:
-                if self.config.agent is not None:
-                    from harness.mirage.report.attribution import write_attribution_summary
-
+                if self.strategy.attributed:
                     write_attribution_summary(folder)  # before the report, which may cite it
                 self.reports.append(write_report(folder))
             return folders

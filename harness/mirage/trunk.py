@@ -1,7 +1,9 @@
 """The trunk conversation T = plant ⊕ filler and checkpoint capture (Algorithm 1, lines 1–2).
 
-Above: ``harness.mirage.run``. Below: the runtime agent loop with compaction (``CompactionPolicy``)
-and the memory server's tools. Planting turns whose assistant reply the pack scripts are
+Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.driver``: the walk over
+the pack's turns and when each state is reached), the runtime agent loop with compaction
+(``CompactionPolicy``) and the memory server's tools; ``TrunkRunner`` is the driver's steps (one
+agent turn, one checkpoint). Planting turns whose assistant reply the pack scripts are
 replayed verbatim (the reply is not generated, usage is a tiktoken estimate); every other
 assistant turn comes from the trunk model — or, with ``trunk_model="scripted"``, from a fixed
 acknowledgement, so one checkpoint family can be shared by every answerer without any model.
@@ -31,6 +33,7 @@ from harness.mirage.checkpoints import (
     discard_unfinished_family,
     write_checkpoint,
 )
+from harness.mirage.driver import TrunkDriver, TrunkError, TrunkTurn
 from harness.mirage.packs import Pack
 from harness.mirage.states import PAPER_WINDOW, DepthProfile, StateSpec
 from runtime.agent import Agent
@@ -51,11 +54,6 @@ SCRIPTED_ACKNOWLEDGEMENT = (
     "Understood. I have noted the details of this task and will keep your constraints in mind "
     "as we continue."
 )
-MAX_FILLER_TURNS = 5_000
-
-
-class TrunkError(RuntimeError):
-    """The trunk could not reach every requested state."""
 
 
 class ReplayBackbone(Backbone):
@@ -136,8 +134,11 @@ class BranchingPolicy(CompactionPolicy):
 
 
 class TrunkRunner:
-    """Drives one trunk and writes a checkpoint the moment each state is reached; compaction
-    states under ``summary_format`` (the agent's policy's format)."""
+    """The built-in trunk under the trunk driver (``harness.mirage.driver``): takes each turn
+    with the trunk's agent and writes a checkpoint the moment the driver finds a state reached;
+    compaction states under ``summary_format`` (the agent's policy's format)."""
+
+    label = "the trunk"
 
     def __init__(
         self,
@@ -153,9 +154,21 @@ class TrunkRunner:
         self.family_dir = family_dir
         self.workspace_version = workspace_version
         self.summary_format = summary_format
-        self.checkpoints: dict[str, Checkpoint] = {}
+        self.driver = TrunkDriver(self, pack, profile, trunk.seed)
         self.branch_point: Checkpoint | None = None
         self.position = 0
+
+    @property
+    def checkpoints(self) -> dict[str, Checkpoint]:
+        return self.driver.captured
+
+    @property
+    def eit(self) -> int:
+        return self.agent.session.ledger.current_eit
+
+    @property
+    def compactions(self) -> int:
+        return self.agent.session.compaction_count
 
     @property
     def replay(self) -> ReplayBackbone:
@@ -163,9 +176,9 @@ class TrunkRunner:
         assert isinstance(backbone, ReplayBackbone)
         return backbone
 
-    def _capture(self, spec: StateSpec) -> None:
+    async def capture(self, spec: StateSpec) -> Checkpoint:
         session = self.agent.session
-        self.checkpoints[spec.name] = write_checkpoint(
+        checkpoint = write_checkpoint(
             self.family_dir,
             session,
             state=spec.name,
@@ -182,6 +195,7 @@ class TrunkRunner:
             compactions=session.compaction_count,
             position=self.position,
         )
+        return checkpoint
 
     def _capture_branch_point(self) -> None:
         """The session the policy kept during the last turn (after the turn's memory flush,
@@ -202,21 +216,9 @@ class TrunkRunner:
         )
         log.info("checkpoint", state=BRANCH_POINT, eit=session.ledger.current_eit)
 
-    def _capture_due(self, kinds: set[str]) -> None:
-        for spec in self.profile.states:
-            if spec.name in self.checkpoints or spec.kind not in kinds:
-                continue
-            if self._reached(spec):
-                self._capture(spec)
-
-    def _reached(self, spec: StateSpec) -> bool:
-        session = self.agent.session
-        if spec.kind == "depth":
-            depth = spec.eit or 0
-            return session.compaction_count == 0 and session.ledger.current_eit >= depth
-        if spec.kind == "compaction":
-            return session.compaction_count >= spec.compactions
-        return True
+    async def turn(self, turn: TrunkTurn) -> None:
+        await self._turn(turn.message, turn.scripted)
+        self._capture_branch_point()
 
     async def _turn(self, message: UserMessage, scripted: str | None) -> None:
         self.replay.queued = scripted
@@ -225,30 +227,7 @@ class TrunkRunner:
 
     async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
         discard_unfinished_family(self.family_dir)  # what an interrupted trunk left behind
-        for planted in self.pack.planting_turns():
-            await self._turn(planted.to_user_message(), planted.assistant)
-            self._capture_branch_point()
-            if on_turn:
-                on_turn(self.position, self.agent.session.ledger.current_eit)
-        self._capture_due({"plant_end"})
-        filler = self.pack.filler_turns(self.trunk.seed, n_turns=MAX_FILLER_TURNS)
-        for turn in filler:
-            if len(self.checkpoints) == len(self.profile.states):
-                break
-            await self._turn(UserMessage.text(turn.text), None)
-            self._capture_branch_point()
-            self._capture_due({"depth", "compaction"})
-            if on_turn:
-                on_turn(self.position, self.agent.session.ledger.current_eit)
-        missing = [s.name for s in self.profile.states if s.name not in self.checkpoints]
-        if missing:
-            session = self.agent.session
-            raise TrunkError(
-                f"the trunk ended after {self.position} turns at EIT "
-                f"{session.ledger.current_eit} with {session.compaction_count} compaction(s) "
-                f"without reaching state(s) {', '.join(missing)}"
-            )
-        return {spec.name: self.checkpoints[spec.name] for spec in self.profile.states}
+        return await self.driver.run(on_turn)
 
     async def run_branch(self) -> dict[str, Checkpoint]:
         """On a session restored from the branch point: this format's first compaction, then
@@ -263,14 +242,14 @@ class TrunkRunner:
                 f"summary format {self.summary_format}: the compaction from the branch point "
                 f"failed ({failures[-1].get('error', 'no summary')})"
             )
-        self._capture_due({"compaction"})
-        compaction_states = [s for s in self.profile.states if s.kind == "compaction"]
-        missing = [s.name for s in compaction_states if s.name not in self.checkpoints]
+        await self.driver.capture_due({"compaction"})
+        missing = self.driver.missing("compaction")
         if missing:
             raise TrunkError(
                 f"state(s) {', '.join(missing)} come after a later compaction: summary formats "
                 "branch only at the first one; run each format with its own --out"
             )
+        compaction_states = [s for s in self.profile.states if s.kind == "compaction"]
         return {spec.name: self.checkpoints[spec.name] for spec in compaction_states}
 
 
@@ -325,12 +304,19 @@ def trunk_agent(
 ) -> Agent:
     """The trunk's agent on ``session``, compacting with ``summary_format``."""
     replay = ReplayBackbone(models.trunk, context_window=profile.window)
+    policy = trunk_policy(trunk, profile, summary_format, models.summarizer)
+    check_states_reachable(profile, policy.config.budget(profile.window).threshold)
+    return Agent(session, replay, toolset, policy)
+
+
+def trunk_policy(
+    trunk: TrunkConfig, profile: DepthProfile, summary_format: str, summarizer: Backbone | None
+) -> BranchingPolicy:
+    """The trunk's compaction policy (the dry run asks the same one, without a summarizer)."""
     compaction = compaction_config(
         profile, summary_format, trunk.summarizer_model, trunk.memory_flush
     )
-    check_states_reachable(profile, compaction.budget(profile.window).threshold)
-    policy = BranchingPolicy(compaction, summarizer=models.summarizer)
-    return Agent(session, replay, toolset, policy)
+    return BranchingPolicy(compaction, summarizer=summarizer)
 
 
 def build_trunk_agent(

@@ -376,11 +376,12 @@ def _print_report(files: ReportFiles, config: RunConfig) -> None:
     """Table 1 of one result folder, its attribution summary (``--agent``) and where the report
     is."""
     from harness.mirage.report.tables import table1
+    from harness.mirage.strategies import strategy_for
 
     folder = files.report.parent
     typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
     typer.echo(table1(files.aggregate))
-    if config.agent is not None:
+    if strategy_for(config).attributed:
         from harness.mirage.report.attribution import (
             ATTRIBUTION_FILE,
             AttributionSummary,

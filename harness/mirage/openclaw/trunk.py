@@ -1,14 +1,16 @@
 """The trunk replayed through the real OpenClaw gateway, and its checkpoints.
 
-Above: ``harness.mirage.openclaw.run``. Below: ``OpenClawHarness``. The pack's planting turns and
-the sampled filler turns go to OpenClaw's session ``trunk`` one by one; the model endpoint answers
+Above: the OpenClaw run strategy (``harness.mirage.strategies.openclaw``). Below: the trunk
+driver (``harness.mirage.driver``: the walk over the pack's turns and when each state is
+reached, as for the built-in trunk) and ``OpenClawHarness``. The pack's planting turns and the
+sampled filler turns go to OpenClaw's session ``trunk`` one by one; the model endpoint answers
 each with its scripted reply, while OpenClaw's own memory flush and compaction summaries go to the
-real answering model. After each turn the driver waits for that maintenance to finish, then reads
-the EIT the endpoint observed for the turn and OpenClaw's compaction count. A state is captured the
-moment it is reached, as the built-in trunk does (``harness.mirage.trunk``): a fork of ``trunk``
-into ``ckpt-<state>`` (never given a turn), a copy of OpenClaw's memory files, and a manifest. The
-family is finished (``family.json``) only after every state; an interrupted trunk is rebuilt from
-scratch by the next run.
+real answering model. After each turn ``OpenClawTrunk`` waits for that maintenance to finish, then
+reads the EIT the endpoint observed for the turn and OpenClaw's compaction count. A state is
+captured the moment it is reached: a fork of ``trunk`` into ``ckpt-<state>`` (never given a
+turn), a copy of OpenClaw's memory files, and a manifest. The family is finished
+(``family.json``) only after every state; an interrupted trunk is rebuilt from scratch by the
+next run.
 """
 
 from __future__ import annotations
@@ -35,12 +37,11 @@ from harness.mirage.checkpoints import (
     TrunkConfig,
     mark_family_complete,
 )
+from harness.mirage.driver import TrunkDriver, TrunkTurn
 from harness.mirage.packs import Pack
-from harness.mirage.packs.pack import PlantedTurn
 from harness.mirage.states import DepthProfile, StateSpec
-from harness.mirage.trunk import MAX_FILLER_TURNS, SCRIPTED_ACKNOWLEDGEMENT, TrunkError
+from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
 from memory_server.store import atomic_write_bytes
-from runtime.messages import ImagePart
 
 log = structlog.get_logger(__name__)
 
@@ -51,17 +52,11 @@ def checkpoint_session(state: str) -> str:
     return f"ckpt-{state.lower()}"
 
 
-def planted_text(turn: PlantedTurn) -> str:
-    """A planting turn as the one text message OpenClaw's chat endpoint takes: images by their
-    text stand-in, other attachments inlined (as ``to_user_message`` renders them)."""
-    parts = turn.to_user_message().content
-    return "\n\n".join(
-        p.text_representation or "" if isinstance(p, ImagePart) else p.text for p in parts
-    ).strip()
-
-
 class OpenClawTrunk:
-    """Drives the trunk session and writes a checkpoint the moment each state is reached."""
+    """OpenClaw's trunk session under the trunk driver (``harness.mirage.driver``): each turn
+    through the gateway, and a checkpoint the moment the driver finds a state reached."""
+
+    label = "the OpenClaw trunk"
 
     def __init__(
         self,
@@ -75,15 +70,19 @@ class OpenClawTrunk:
         self.claw, self.pack, self.trunk, self.profile = claw, pack, trunk, profile
         self.family_dir = family_dir
         self.workspace_version = workspace_version
-        self.checkpoints: dict[str, Checkpoint] = {}
+        self.driver = TrunkDriver(self, pack, profile, trunk.seed)
         self.position = 0
         self.eit = 0
         self.compactions = 0
 
-    async def _turn(self, text: str, scripted: str | None) -> None:
-        self.claw.endpoint.trunk.reply = scripted or SCRIPTED_ACKNOWLEDGEMENT
+    @property
+    def checkpoints(self) -> dict[str, Checkpoint]:
+        return self.driver.captured
+
+    async def turn(self, turn: TrunkTurn) -> None:
+        self.claw.endpoint.trunk.reply = turn.scripted or SCRIPTED_ACKNOWLEDGEMENT
         try:
-            await self.claw.chat.turn(TRUNK_SESSION, text)
+            await self.claw.chat.turn(TRUNK_SESSION, turn.text)
         except TurnError as exc:  # no checkpoint without the trunk: stop with one clear line
             raise OpenClawError(
                 f"OpenClaw failed trunk turn {self.position + 1} ({exc}); see "
@@ -102,19 +101,7 @@ class OpenClawTrunk:
             compactions=self.compactions,
         )
 
-    def _reached(self, spec: StateSpec) -> bool:
-        if spec.kind == "depth":
-            return self.compactions == 0 and self.eit >= (spec.eit or 0)
-        if spec.kind == "compaction":
-            return self.compactions >= spec.compactions
-        return True
-
-    async def _capture_due(self, kinds: set[str]) -> None:
-        for spec in self.profile.states:
-            if spec.name not in self.checkpoints and spec.kind in kinds and self._reached(spec):
-                self.checkpoints[spec.name] = await self._capture(spec)
-
-    async def _capture(self, spec: StateSpec) -> Checkpoint:
+    async def capture(self, spec: StateSpec) -> Checkpoint:
         directory = self.family_dir / spec.name
         session = checkpoint_session(spec.name)
         await self.claw.fork(TRUNK_SESSION, session)
@@ -149,45 +136,8 @@ class OpenClawTrunk:
         )
         return Checkpoint(directory=directory, manifest=manifest)
 
-    def _check_depths_reachable(self) -> None:
-        """Depth states are taken before the first compaction; once OpenClaw has compacted, a
-        depth not yet reached never will be (its fixed prompt may fill a small window)."""
-        if self.compactions == 0:
-            return
-        missed = [
-            s.name
-            for s in self.profile.states
-            if s.kind == "depth" and s.name not in self.checkpoints
-        ]
-        if missed:
-            raise TrunkError(
-                f"OpenClaw compacted at EIT {self.eit} (turn {self.position}) before the trunk "
-                f"reached state(s) {', '.join(missed)} on a {self.profile.window}-token window "
-                "(its own prompt is ~5k tokens); use a larger --window"
-            )
-
     async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
-        for planted in self.pack.planting_turns():
-            await self._turn(planted_text(planted), planted.assistant)
-            if on_turn:
-                on_turn(self.position, self.eit)
-        await self._capture_due({"plant_end"})
-        self._check_depths_reachable()
-        for filler in self.pack.filler_turns(self.trunk.seed, n_turns=MAX_FILLER_TURNS):
-            if len(self.checkpoints) == len(self.profile.states):
-                break
-            await self._turn(filler.text, None)
-            await self._capture_due({"depth", "compaction"})
-            self._check_depths_reachable()
-            if on_turn:
-                on_turn(self.position, self.eit)
-        missing = [s.name for s in self.profile.states if s.name not in self.checkpoints]
-        if missing:
-            raise TrunkError(
-                f"the OpenClaw trunk ended after {self.position} turns at EIT {self.eit} with "
-                f"{self.compactions} compaction(s) without reaching state(s) {', '.join(missing)}"
-            )
-        checkpoints = {spec.name: self.checkpoints[spec.name] for spec in self.profile.states}
+        checkpoints = await self.driver.run(on_turn)
         summary = {
             "turns": self.position,
             "states": {n: c.manifest.eit for n, c in checkpoints.items()},

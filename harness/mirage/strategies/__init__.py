@@ -1,0 +1,25 @@
+"""One run strategy per kind of agent (``base``: the contract); ``strategy_for`` picks one."""
+
+from __future__ import annotations
+
+from harness.kit.agents.factory import OPENCLAW_AGENT
+from harness.mirage.config import RunConfig
+from harness.mirage.strategies.base import RunStages, RunStrategy
+
+__all__ = ["RunStages", "RunStrategy", "strategy_for"]
+
+
+def strategy_for(config: RunConfig) -> RunStrategy:
+    """The strategy of ``config``: OpenClaw, another agent we did not write, or the built-in
+    runtime."""
+    if config.agent == OPENCLAW_AGENT:
+        from harness.mirage.strategies.openclaw import OpenClawStrategy
+
+        return OpenClawStrategy(config)
+    if config.agent is not None:
+        from harness.mirage.strategies.external import ExternalStrategy
+
+        return ExternalStrategy(config)
+    from harness.mirage.strategies.builtin import BuiltinStrategy
+
+    return BuiltinStrategy(config)

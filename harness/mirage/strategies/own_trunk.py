@@ -1,0 +1,56 @@
+"""What the built-in runtime and an external agent share: the trunk mirage builds (or reuses)
+with its trunk model and summarizer, restored per probe.
+
+Above: the ``builtin`` and ``external`` strategies. Below: ``MirageRun``'s checkpoint family
+(``checkpoints``, ``existing_checkpoints``), the run's backbones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.config import RunConfig
+from harness.mirage.strategies.base import RunStages
+
+if TYPE_CHECKING:
+    from harness.mirage.checkpoints import Checkpoint
+
+SCRIPTED_TRUNK_WINDOW = 8192
+
+
+class OwnTrunk:
+    """The parts of a strategy whose trunk is mirage's own."""
+
+    own_prompt = False
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+
+    def trunk_window(self, run: RunStages) -> int:
+        config = self.config
+        if config.trunk_model == SCRIPTED_TRUNK_MODEL:
+            return SCRIPTED_TRUNK_WINDOW
+        return int(run.backbone(config.trunk_model, config.trunk_output_tokens).context_window)
+
+    def trunk_models(self) -> list[str]:
+        """The models building the trunk needs (a scripted trunk still compacts with one)."""
+        config = self.config
+        if config.trunk_model == SCRIPTED_TRUNK_MODEL:
+            return [config.summarizer]
+        return [config.trunk_model, config.summarizer]
+
+    def family(self, run: RunStages) -> str | None:
+        return run.family_dir.name
+
+    @asynccontextmanager
+    async def checkpoints(self, run: RunStages, index: Any) -> AsyncIterator[dict[str, Checkpoint]]:
+        yield await run.checkpoints(index)
+
+    def trunk_roles(self) -> list[tuple[str, str]]:
+        return [("trunk", self.config.trunk_model), ("summarizer", self.config.summarizer)]
+
+    def openclaw_version(self) -> str | None:
+        return None
