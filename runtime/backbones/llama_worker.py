@@ -54,7 +54,10 @@ IDLE_LOAD_PER_CPU = 0.75  # 1-minute load per usable CPU under which the machine
 
 
 def load_per_cpu() -> float:
-    return os.getloadavg()[0] / len(os.sched_getaffinity(0))
+    """The 1-minute load average over the CPUs this process may run on."""
+    linux = hasattr(os, "sched_getaffinity")  # elsewhere every CPU counts
+    cpus = len(os.sched_getaffinity(0)) if linux else os.cpu_count() or 1
+    return os.getloadavg()[0] / cpus
 
 
 def worker_environment(environ: Mapping[str, str], load: float) -> dict[str, str]:
