@@ -12,10 +12,12 @@ Problems (the pack is not fit to run):
   (typed or spoken words, or the foreground caption); an implicit question's terms are never
   stated anywhere in the history (only peripheral/background captions and background sound carry
   them); no ``absent_terms`` (distractor and lure key words) occur anywhere in the history;
-- leakage — a question's stem does not contain its answer terms; the stem shares no more words
-  with the correct option than with some distractor; the correct option is not conspicuously
-  longer than every distractor (1.5×); a refusal question has exactly one refusal option and it
-  is the answer, and no other question offers one;
+- leakage — a question's stem does not contain its answer terms; a refusal question has exactly
+  one refusal option and it is the answer (for an imported question the answer option is the
+  refusal option by role, whatever its words; the others must not read as refusals); and, as
+  mirage's own heuristics (warnings on imported release questions, problems otherwise), the stem
+  shares no more words with the correct option than with some distractor, the correct option is
+  not conspicuously longer than every distractor (1.5×), no other question offers a refusal;
 - media files named by the pack exist.
 
 Warnings (fit to run, weaker statistics): a profile without questions for some task × setting,
@@ -92,10 +94,17 @@ STOPWORDS = frozenset(
     ]
 )
 _REFUSAL = re.compile(
-    r"\b(not (stated|mentioned|said|known)|no information|cannot be determined)\b"
-    r"|没有(说明|提到|提及)|未(提及|说明)|无法确定",
+    r"\b(not (stated|mentioned|said|known|specified|given|recorded|shared)"
+    r"|(does|do|did) ?n[o']t (say|state|mention|specify|tell)|never (said|stated|mentioned)"
+    r"|no (information|mention|record|evidence)|not enough (information|evidence|context)"
+    r"|insufficient (information|evidence|context)|cannot be (determined|known|inferred)"
+    r"|can'?not (tell|determine|say)|unknown|unclear|unanswerable)\b"
+    r"|没有(说明|提到|提及|说过|记录|相关信息|足够)|未(提及|说明|提到)|无法(确定|判断|得知|回答)"
+    r"|不确定|信息不足|不知道",
     re.IGNORECASE,
 )
+"""Wording of a refusal option. An imported refusal question's refusal option is known by role
+(its answer letter); the wording only finds refusal options elsewhere."""
 
 
 class ValidationReport(BaseModel):
@@ -187,33 +196,54 @@ def _overlap(stem: str, option: str) -> int:
     return len((content_words(stem) - STOPWORDS) & (content_words(option) - STOPWORDS))
 
 
-def _leakage(question: Question) -> list[str]:
-    problems = []
+def is_refusal_option(text: str) -> bool:
+    return text == REFUSAL_OPTION or _REFUSAL.search(text) is not None
+
+
+class _Findings(BaseModel):
+    """One question's findings: release-rule ``problems`` and mirage-heuristic ``heuristics``."""
+
+    problems: list[str] = Field(default_factory=list)
+    heuristics: list[str] = Field(default_factory=list)
+
+
+def _leakage(question: Question) -> _Findings:
+    found = _Findings()
     correct = question.options[question.answer]
     distractors = [question.options[letter] for letter in LETTERS if letter != question.answer]
-    refusal_letters = [
-        k for k, v in question.options.items() if _REFUSAL.search(v) or v == REFUSAL_OPTION
-    ]
+    worded = [k for k, v in question.options.items() if is_refusal_option(v)]
     if question.task is Task.refusal:
-        if refusal_letters != [question.answer]:
-            problems.append(
-                f"a refusal question needs exactly one refusal option and it must be the answer "
-                f"(refusal options: {refusal_letters}, answer {question.answer})"
-            )
-        return problems
-    if refusal_letters:
-        problems.append(f"option(s) {refusal_letters} offer a refusal on a non-refusal question")
-    if question.evidence and _mentions(iter([question.question]), question.evidence.answer_terms):
-        problems.append("the stem contains the answer terms")
-    if _overlap(question.question, correct) > max(
-        _overlap(question.question, d) for d in distractors
-    ):
-        problems.append(
-            "the stem shares more words with the correct option than with any distractor"
+        # Imported (release) questions: the answer option is the refusal option by role, and
+        # no other option may read as one (the release's "exactly one refusal option").
+        refusal_letters = (
+            sorted({question.answer, *worded}) if question.source is not None else worded
         )
-    if len(correct) > LENGTH_CUE_RATIO * max(len(d) for d in distractors):
-        problems.append("the correct option is conspicuously longer than every distractor")
-    return problems
+        if refusal_letters != [question.answer]:
+            found.problems.append(
+                f"options: a refusal question needs exactly one refusal option and it must be "
+                f"the answer (refusal options: {refusal_letters}, answer {question.answer})"
+            )
+        return found
+    if worded:
+        found.heuristics.append(
+            f"refusal_option: option(s) {worded} offer a refusal on a non-refusal question"
+        )
+    if question.evidence and _mentions(iter([question.question]), question.evidence.answer_terms):
+        found.problems.append("the stem contains the answer terms")
+    shared = _overlap(question.question, correct)
+    most = max(_overlap(question.question, d) for d in distractors)
+    if shared > most:
+        found.heuristics.append(
+            f"overlap: the stem shares more words with the correct option ({shared}) than with "
+            f"any distractor (at most {most})"
+        )
+    longest = max(len(d) for d in distractors)
+    if len(correct) > LENGTH_CUE_RATIO * longest:
+        found.heuristics.append(
+            f"length: the correct option is conspicuously longer than every distractor "
+            f"({len(correct)} characters against at most {longest}, over {LENGTH_CUE_RATIO}x)"
+        )
+    return found
 
 
 def _media(pack: CuePack) -> list[str]:
@@ -252,10 +282,16 @@ def _warnings(pack: CuePack) -> list[str]:
 
 
 def validate_cue_pack(pack: CuePack) -> ValidationReport:
+    """Problems and warnings; mirage's leakage heuristics (length, overlap, a refusal option on
+    a non-refusal question) are problems on packs authored in mirage and warnings on imported
+    release questions (``source`` set), whose authors filtered leakage their own way."""
     report = ValidationReport(problems=_media(pack), warnings=_warnings(pack))
     for question in pack.questions:
         found = _leakage(question)
+        problems = found.problems
         if question.evidence is not None:
-            found += _support(pack, question) + _absent(pack, question)
-        report.problems += [f"{question.id}: {problem}" for problem in found]
+            problems += _support(pack, question) + _absent(pack, question)
+        report.problems += [f"{question.id}: {problem}" for problem in problems]
+        target = report.warnings if question.source is not None else report.problems
+        target += [f"{question.id}: {heuristic}" for heuristic in found.heuristics]
     return report
