@@ -81,6 +81,7 @@ AUDIO_EXTENSIONS = frozenset(
     {".wav", ".mp3", ".m4a", ".aac", ".flac", ".ogg", ".oga", ".opus", ".amr", ".silk"}
 )
 _OPTION_LINE = re.compile(r"^\s*([A-D])\s*[.．、:：)）]\s*(.*\S)\s*$")
+_EXTRA_OPTION_LINE = re.compile(r"^\s*([E-H])\s*[.．、:：)）]\s*\S")
 
 
 class _Release(BaseModel):
@@ -437,7 +438,11 @@ def convert_qa(
             f"point: unknown point {point!r} (expected pref_*, entity_*, rec_*, "
             "refusal_* or adversarial_*)"
         )
-    stem, options = split_options(str(_field(qa, "question")))
+    text = str(_field(qa, "question"))
+    stem, options = split_options(text)
+    extra = [m.group(1) for m in map(_EXTRA_OPTION_LINE.match, text.splitlines()) if m]
+    if extra:
+        raise QAProblem(f"question: needs exactly four options A–D, found also {extra}")
     captions = qa.get("option_captions") or qa.get("options")
     if len(options) < 4 and isinstance(captions, dict):
         options = {k: str(v) for k, v in captions.items() if k in LETTERS and v}

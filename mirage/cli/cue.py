@@ -259,8 +259,7 @@ def import_command(
         report = validate_cue_pack(load_cue_pack(result.path))
     except PackFormatError as exc:
         raise fail(str(exc)) from exc
-    for warning in report.warnings:
-        typer.echo(f"  warning: {warning}", err=True)
+    _import_summary(result.path, report.warnings)
     for problem in report.problems:
         typer.echo(f"  - {problem}", err=True)
     typer.echo(
@@ -269,6 +268,32 @@ def import_command(
     )
     if report.problems:
         raise fail(f"{len(report.problems)} validation problem(s)")
+
+
+def _import_summary(path: Path, warnings: list[str]) -> None:
+    """Questions per task × setting, skipped records by reason, warnings by kind (to stderr)."""
+    from collections import Counter
+
+    import yaml
+
+    from harness.cue.pack import load_cue_pack
+
+    pack = load_cue_pack(path)
+    strata = Counter((q.task.value, q.setting.value) for q in pack.questions)
+    typer.echo("questions (task × setting):", err=True)
+    for (task, setting), count in sorted(strata.items()):
+        typer.echo(f"  {task:<16} {setting:<9} {count}", err=True)
+    skipped = yaml.safe_load((path / "skipped.yaml").read_text(encoding="utf-8"))["skipped"]
+    for reason, count in Counter(item["reason"] for item in skipped).most_common():
+        typer.echo(f"  skipped {count}: {reason}", err=True)
+    kinds = Counter(w.split(": ", 2)[1] if w.count(": ") >= 2 else "pack" for w in warnings)
+    if warnings:
+        typer.echo(
+            "warnings by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()),
+            err=True,
+        )
+    for warning in warnings:
+        typer.echo(f"  warning: {warning}", err=True)
 
 
 def register(app: typer.Typer) -> None:
