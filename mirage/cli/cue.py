@@ -260,14 +260,18 @@ def import_command(
     except PackFormatError as exc:
         raise fail(str(exc)) from exc
     _import_summary(result.path, report.warnings)
-    for problem in report.problems:
-        typer.echo(f"  - {problem}", err=True)
+    if report.problems:
+        import shutil
+
+        shutil.rmtree(result.path)  # a pack that fails the release's checks is not left behind
+        raise fail(
+            f"{len(report.problems)} validation problem(s); nothing written\n"
+            + "\n".join(f"  - {problem}" for problem in report.problems)
+        )
     typer.echo(
         f"imported {result.questions} questions of {result.profiles} profile(s) into "
         f"{result.path}; {result.skipped} skipped (skipped.yaml)"
     )
-    if report.problems:
-        raise fail(f"{len(report.problems)} validation problem(s)")
 
 
 def _import_summary(path: Path, warnings: list[str]) -> None:

@@ -101,6 +101,7 @@ def test_a_second_refusal_option_on_a_refusal_question_is_a_problem(tmp_path: Pa
     result = _import(tmp_path, payload)
     assert result.exit_code != 0
     assert "p0-0-Home-1-adv1: options: a refusal question needs exactly one" in result.output
+    assert not (tmp_path / "pack").exists()
 
 
 @pytest.mark.parametrize(
