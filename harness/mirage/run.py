@@ -387,12 +387,10 @@ class MirageRun:
         mark_family_complete(
             family_dir,
             trunk,
-            {
-                "turns": runner.position,
-                "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
-                "summary_format": summary_format,
-                "branch_point": runner.branch_point is not None,
-            },
+            turns=runner.position,
+            states={name: cp.manifest.eit for name, cp in checkpoints.items()},
+            summary_format=summary_format,
+            branch_point=runner.branch_point is not None,
         )
         compacted = {s.name for s in self.profile.states if s.kind == "compaction"}
         inline = {name: cp for name, cp in checkpoints.items() if name in compacted}

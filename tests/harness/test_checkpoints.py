@@ -35,7 +35,7 @@ def _family(tmp_path: Path, finished: bool = True) -> Path:
     for state in STATES:
         make_checkpoint(family, state)
     if finished:
-        mark_family_complete(family, TRUNK, {"turns": 3})
+        mark_family_complete(family, TRUNK, turns=3, states=dict.fromkeys(STATES, 0))
     return family
 
 
@@ -176,7 +176,7 @@ def test_a_second_run_waits_for_the_family_being_built_then_reuses_it(tmp_path: 
         waiter.join(timeout=0.5)
         assert waiter.is_alive() and seen == []  # it waits instead of discarding our work
         make_checkpoint(family, "S2")
-        mark_family_complete(family, TRUNK, {"turns": 3})
+        mark_family_complete(family, TRUNK, turns=3, states=dict.fromkeys(STATES, 0))
     waiter.join(timeout=10)
     (loaded,) = seen
     assert isinstance(loaded, dict) and list(loaded) == STATES

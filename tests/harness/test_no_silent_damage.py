@@ -86,21 +86,38 @@ def test_a_snapshot_of_the_wrong_shape_with_a_consistent_hash_is_one_line(
     assert "does not hold a valid session" in line and f"delete {family} to rebuild" in line
 
 
-@pytest.mark.parametrize("damage", ["truncated", "trunk-list"])
-def test_a_damaged_family_record_is_restored_from_the_manifests(
+def _damage_family(text: str, damage: str) -> str:
+    record = json.loads(text)
+    if damage == "truncated":
+        return text[: len(text) // 2]
+    if damage == "trunk-list":
+        return json.dumps({"trunk": [1, 2]})
+    if damage == "states-text":  # issue 37: once kept silently, FamilyRecord checked only trunk
+        return json.dumps({**record, "states": "oops"})
+    if damage == "unknown-field":
+        return json.dumps({**record, "host": "box-2"})
+    assert damage == "turns-edited"  # the right type, a value the checkpoints contradict
+    return json.dumps({**record, "turns": 37})
+
+
+@pytest.mark.parametrize(
+    "damage", ["truncated", "trunk-list", "states-text", "unknown-field", "turns-edited"]
+)
+def test_a_damaged_family_record_is_rebuilt_exactly_and_announced(
     finished: Path, tmp_path: Path, damage: str
 ) -> None:
     copy, family = _copy(finished, tmp_path)
     record = family / FAMILY_FILE
-    text = record.read_text()
-    broken = text[: len(text) // 2] if damage == "truncated" else json.dumps({"trunk": [1, 2]})
-    record.write_text(broken)
+    original = record.read_bytes()
+    record.write_text(_damage_family(original.decode(), damage))
     before = (copy / "oracle" / "results.jsonl").read_bytes()
     resumed = _driver(copy)
     assert resumed.returncode == 0, resumed.stderr
-    assert "checkpoints.family_record_restored" in resumed.stderr
-    restored = FamilyRecord.model_validate_json(record.read_text())
-    assert restored.trunk.family_id() == family.name
+    (said,) = [line for line in resumed.stderr.splitlines() if "family_record_rebuilt" in line]
+    assert str(record) in said and "turns=54" in said
+    assert record.read_bytes() == original  # every field it held, byte for byte
+    restored = FamilyRecord.model_validate_json(record.read_bytes(), strict=True)
+    assert restored.summary_format == "verbatim" and set(restored.states) >= {"S2"}
     assert (copy / "oracle" / "results.jsonl").read_bytes() == before  # nothing re-ran
 
 
