@@ -108,8 +108,7 @@ def read_snapshot_bytes(path: Path) -> tuple[SnapshotHeader, bytes]:
     version = _header_version(head)
     if version is not None and version != VERSION:
         raise SnapshotError(
-            f"{path} is snapshot format version {version}; this mirage reads "
-            f"version {VERSION} only"
+            f"{path} is snapshot format version {version}; this mirage reads version {VERSION} only"
         )
     try:
         header = SnapshotHeader.model_validate_json(head, strict=True)

@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from compaction.strategies import TEMPLATE_PREFIX
 from harness.kit.agents.restore import save_session_point
 from memory_server.store import atomic_write_bytes
+from runtime.session import Session
 from runtime.snapshot import SnapshotError, validation_problem, verified_session
 
 log = structlog.get_logger(__name__)
@@ -216,9 +217,7 @@ def read_manifest(directory: Path) -> CheckpointManifest:
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
-        raise CheckpointError(
-            f"{path}: not a valid manifest ({validation_problem(exc)})"
-        ) from exc
+        raise CheckpointError(f"{path}: not a valid manifest ({validation_problem(exc)})") from exc
 
 
 def read_checkpoint(directory: Path) -> Checkpoint:
@@ -229,7 +228,9 @@ def read_checkpoint(directory: Path) -> Checkpoint:
     manifest = read_manifest(directory)
     named = checkpoint_dir_name(manifest.state, manifest.summary_format)
     if named != directory.name:
-        raise CheckpointError(f"{path}: names checkpoint {named}, not its folder's {directory.name}")
+        raise CheckpointError(
+            f"{path}: names checkpoint {named}, not its folder's {directory.name}"
+        )
     checkpoint = Checkpoint(directory=directory, manifest=manifest)
     if manifest.snapshot != f"{manifest.snapshot_sha256}.session":
         raise CheckpointError(f"{path}: names snapshot file {manifest.snapshot}, not its hash's")
@@ -292,12 +293,12 @@ def family_record_from_checkpoints(family_dir: Path) -> FamilyRecord:
     checkpoints = [read_checkpoint(folder) for folder in _checkpoint_folders(family_dir)]
     trunks = {cp.manifest.trunk for cp in checkpoints}
     if len(trunks) != 1:
-        raise CheckpointError("its checkpoints are of several trunks" if trunks else "no checkpoint")
+        raise CheckpointError("its checkpoints are of several trunks" if trunks else "none left")
     (trunk,) = trunks
     if trunk.family_id() != family_dir.name:
         raise CheckpointError("its checkpoints are of another trunk")
     own = [cp for cp in checkpoints if cp.manifest.branched_from is None]
-    formats = {cp.manifest.summary_format for cp in own} - {None}
+    formats = {f for f in (cp.manifest.summary_format for cp in own) if f is not None}
     if len(formats) > 1:
         raise CheckpointError(f"the trunk's checkpoints name formats {sorted(formats)}")
     by_state = {cp.state: cp for cp in own if cp.state != BRANCH_POINT}
@@ -332,7 +333,8 @@ def _rebuild_family_record(
     if record is not None and record == rebuilt:
         return
     if record is not None:
-        changed = [f for f in FamilyRecord.model_fields if getattr(record, f) != getattr(rebuilt, f)]
+        fields = FamilyRecord.model_fields
+        changed = [f for f in fields if getattr(record, f) != getattr(rebuilt, f)]
         problem = "its " + ", ".join(changed) + " contradict the checkpoints"
     log.warning(
         "checkpoints.family_record_rebuilt",

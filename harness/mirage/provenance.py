@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from harness.kit.provenance import (
     ModelProvenance,
     Provenance,
+    ProvenanceError,
     embedder_provenance,
     json_digest,
     machine_fields,
@@ -84,7 +85,14 @@ def write_run_config(run: MirageRunLike) -> Provenance:
     """``run.json``: the run's options and its provenance (the first run's, on a resume)."""
     path = run.out / RUN_CONFIG
     earlier = read_provenance(path) if path.is_file() else None
-    block = on_resume(earlier, run_provenance(run))
+    now = run_provenance(run)
+    if earlier is not None and earlier.pack_digest not in (None, now.pack_digest):
+        raise ProvenanceError(
+            f"{path}: the run in {run.out} used pack digest {earlier.pack_digest}, this run's "
+            f"pack {now.pack} has {now.pack_digest}: its records would mix two packs; use a "
+            "new --out"
+        )
+    block = on_resume(earlier, now)
     payload = {
         **json.loads(run.config.model_dump_json()),
         "provenance": block.model_dump(mode="json"),

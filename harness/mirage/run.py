@@ -73,13 +73,14 @@ def bad_files_reported() -> Iterator[None]:
     from harness.kit.outlock import OutLockedError
     from harness.kit.packfiles import PackFormatError
     from harness.kit.results import ResultsLogError
+    from harness.kit.rundir import RunFileError
     from harness.mirage.packs.schema import PackPathError
 
     try:
         yield
     except PackFormatError as exc:
         raise RunInputError(exc.summary()) from exc
-    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError) as exc:
+    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError, RunFileError) as exc:
         raise RunInputError(str(exc)) from exc
 
 
