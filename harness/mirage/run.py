@@ -574,6 +574,28 @@ class MirageRun:
         task = progress.add_task(f"{model_slug(model)} · {state}", total=total)
         return lambda _record: progress.advance(task)
 
+    def probe_tally(self) -> tuple[int, int]:
+        """(probes kept, probes planned) over this run's result folders, as the results logs
+        hold them now: what an interrupted run says it kept (checkpoints not needed)."""
+        from harness.kit.results import RESULTS_FILE, read_records
+        from harness.mirage.shards import shard_slice
+
+        questions, config = self.questions(), self.config
+        keys = [
+            RecordKey(state, condition, question_id, repeat)
+            for state, _, _ in self.state_keys()
+            for condition in config.conditions
+            for question_id, _, _ in questions
+            for repeat in range(config.repeats)
+        ]
+        planned = set(shard_slice(keys, config.shard))
+        folders = self.result_dirs()
+        kept = 0
+        for folder in folders:
+            if (folder / RESULTS_FILE).is_file():
+                kept += len({r.key for r in read_records(folder, ProbeRecord)} & planned)
+        return kept, len(planned) * len(folders)
+
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files
         and aggregate in ``self.reports``); one run at a time per output folder."""

@@ -59,7 +59,11 @@ class MergeError(ValueError):
 
 def shard_keys(tasks: Iterable[ProbeTask], shard: Shard | None) -> list[RecordKey]:
     """The keys of ``tasks`` (the study's whole plan, in plan order) that ``shard`` runs."""
-    keys = [task.key for task in tasks]
+    return shard_slice([task.key for task in tasks], shard)
+
+
+def shard_slice(keys: list[RecordKey], shard: Shard | None) -> list[RecordKey]:
+    """The keys of the plan ``keys`` (in plan order) that ``shard`` runs."""
     if shard is None:
         return keys
     return keys[shard.index - 1 :: shard.count]
