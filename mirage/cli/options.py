@@ -16,8 +16,10 @@ import typer
 from typer.core import TyperGroup
 
 try:  # typer vendors its own click (typer._click); older typers use click itself
+    from typer._click import Context as ClickContext
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover
+    from click import Context as ClickContext  # type: ignore[assignment]
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 T = TypeVar("T")
@@ -60,9 +62,9 @@ class OneLineUsageErrors(TyperGroup):
         self,
         info_name: str | None,
         args: list[str],
-        parent: typer.Context | None = None,
+        parent: ClickContext | None = None,
         **extra: Any,
-    ) -> typer.Context:
+    ) -> ClickContext:
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click_errors.NoArgsIsHelpError:
@@ -71,7 +73,7 @@ class OneLineUsageErrors(TyperGroup):
             typer.echo(usage_line(exc), err=True)
             raise typer.Exit(exc.exit_code) from exc
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         try:
             return super().invoke(ctx)
         except click_errors.NoArgsIsHelpError:
