@@ -372,8 +372,13 @@ def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | 
 
 
 def _agrees_with_manifests(family_dir: Path, record: FamilyRecord) -> bool:
-    """The record's states, EIT and turns are those the trunk's manifests say (read without
-    their snapshots: those are checked when loaded)."""
+    """The record names the trunk's states, and their EIT and the trunk's turns are what the
+    trunk's manifests say (read without their snapshots: those are checked when loaded). The
+    compaction states of the format it compacted with inline may be gone (deleted so they are
+    built again as a branch, ``load_branch``); then only what is left is compared."""
+    names = [name for name, *_ in record.trunk.states]
+    if sorted(record.states) != sorted(names):
+        return False
     manifests = []
     for folder in _checkpoint_folders(family_dir):
         try:
@@ -387,14 +392,14 @@ def _agrees_with_manifests(family_dir: Path, record: FamilyRecord) -> bool:
         and m.state != BRANCH_POINT
         and m.summary_format in (None, record.summary_format)
     }
-    if set(own) != set(record.states):
+    compacted = {name for name, kind, *_ in record.trunk.states if kind == "compaction"}
+    if set(own) - set(names) or (set(names) - set(own)) - compacted:
         return False
-    positions = [m.trunk_position for m in own.values()]
-    return (
-        all(own[name].eit == eit for name, eit in record.states.items())
-        and max(positions, default=0) == record.turns
-        and record.branch_point == (family_dir / BRANCH_POINT / MANIFEST).is_file()
-    )
+    if any(own[name].eit != record.states[name] for name in own):
+        return False
+    if record.branch_point != (family_dir / BRANCH_POINT / MANIFEST).is_file():
+        return False
+    return set(own) != set(names) or max(m.trunk_position for m in own.values()) == record.turns
 
 
 def _family_checkpoint(family_dir: Path, directory: Path) -> Checkpoint:

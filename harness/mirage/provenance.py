@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from harness.kit.provenance import (
     ModelProvenance,
     Provenance,
@@ -23,7 +25,7 @@ from harness.kit.provenance import (
     on_resume,
     read_provenance,
 )
-from harness.kit.rundir import RUN_CONFIG
+from harness.kit.rundir import RUN_CONFIG, validation_line
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
@@ -81,10 +83,27 @@ def run_provenance(run: MirageRunLike) -> Provenance:
     )
 
 
+def read_run_file(path: Path) -> Provenance | None:
+    """``run.json`` read back strictly — its options (``RunConfig``: no unknown option, no
+    coerced value) and its provenance block; the block (None for a run from before provenance
+    was recorded). A bad file raises ``ProvenanceError`` (one line)."""
+    block = read_provenance(path)  # the file is a JSON object with a valid block, or refused
+    options = json.loads(path.read_bytes())
+    options.pop("provenance", None)
+    try:
+        RunConfig.model_validate_json(json.dumps(options), strict=True)
+    except ValidationError as exc:
+        raise ProvenanceError(
+            f"{path}: not a valid run configuration ({validation_line(exc)}); restore it, or "
+            "use a new --out"
+        ) from exc
+    return block
+
+
 def write_run_config(run: MirageRunLike) -> Provenance:
     """``run.json``: the run's options and its provenance (the first run's, on a resume)."""
     path = run.out / RUN_CONFIG
-    earlier = read_provenance(path) if path.is_file() else None
+    earlier = read_run_file(path) if path.is_file() else None
     now = run_provenance(run)
     if earlier is not None and earlier.pack_digest not in (None, now.pack_digest):
         raise ProvenanceError(

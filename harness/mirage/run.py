@@ -461,10 +461,11 @@ class MirageRun:
         ):
             raise ResumeError(f"{self.out} has no results to retry: run without --retry-errors")
         formats = self.state_formats()
+        recorded: dict[Path, list[ProbeRecord]] = {}
         for folder in self.result_dirs():
             if not (folder / RESULTS_FILE).is_file():
                 continue
-            records = read_records(folder, ProbeRecord)
+            records = recorded[folder] = read_records(folder, ProbeRecord)
             other = sorted({r.scoring for r in records} - {self.config.scoring})
             if other:
                 raise ResumeError(
@@ -479,6 +480,32 @@ class MirageRun:
                         f"format {record.summary_format}, this run's {record.state} is {expected}: "
                         f"give --summary-format {record.summary_format} first or use a new --out"
                     )
+        self._check_family_read_back(recorded)
+
+    def _check_family_read_back(self, recorded: dict[Path, list[ProbeRecord]]) -> None:
+        """A finished family is read back (strictly, each checkpoint against what names it)
+        before anything is written, and the records already probed on it must name its
+        checkpoints: a checkpoint replaced since (hashes and all) is refused, not probed."""
+        from harness.kit.results import RESULTS_FILE
+        from harness.mirage.checkpoints import FAMILY_FILE
+
+        if not (self.family_dir / FAMILY_FILE).is_file():
+            return
+        checkpoints = self.existing_checkpoints()
+        if checkpoints is None:
+            return
+        for folder, records in recorded.items():
+            for record in records:
+                checkpoint = checkpoints.get(record.state)
+                named = record.checkpoint_sha256
+                if checkpoint is None or named in (None, checkpoint.snapshot_sha256):
+                    continue
+                raise ResumeError(
+                    f"{folder / RESULTS_FILE}: its {record.state} records were probed on "
+                    f"checkpoint {str(named)[:12]}, {checkpoint.directory} holds "
+                    f"{checkpoint.snapshot_sha256[:12]}: the checkpoint changed since they were "
+                    "recorded; restore it, or use a new --out"
+                )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         """Every unfinished probe of one answerer (``model``: a model string, a reference agent,

@@ -226,7 +226,7 @@ def _check_complete(shards: Sequence[_Shard]) -> None:
 def _checkpoint_hashes(records: Iterable[ProbeRecord]) -> dict[str, set[str]]:
     hashes: dict[str, set[str]] = {}
     for record in records:
-        digest = getattr(record, "checkpoint_sha256", None)
+        digest = record.checkpoint_sha256
         if isinstance(digest, str):
             hashes.setdefault(record.state, set()).add(digest)
     return hashes
