@@ -28,9 +28,10 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.kit.rundir import RunFileError, validation_line
+from harness.kit.rundir import RunFileError
 from memory_server.store import HashCache
 from runtime.backbones import LOCAL_PREFIX
+from runtime.snapshot import validation_problem
 
 log = structlog.get_logger(__name__)
 
@@ -308,7 +309,7 @@ def read_provenance(path: Path) -> Provenance | None:
         return Provenance.model_validate_json(json.dumps(block), strict=True)
     except ValidationError as exc:
         raise ProvenanceError(
-            f"{path}: not a valid provenance block (provenance.{validation_line(exc)}); "
+            f"{path}: not a valid provenance block (provenance.{validation_problem(exc)}); "
             "restore it, or use a new --out"
         ) from exc
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.kit.packsums import pack_files
+from runtime.snapshot import validation_problem
 
 WORKSPACE_LINK = "workspace-link.json"
 RUN_CONFIG = "run.json"
@@ -55,14 +56,6 @@ class RunFileError(ValueError):
     and what to do. Nothing is repaired or written over."""
 
 
-def validation_line(error: ValidationError) -> str:
-    """A pydantic error in one line: where, and what."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "top level"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
-
-
 class WorkspaceNotFoundError(FileNotFoundError):
     """No workspace could be found for a result folder."""
 
@@ -89,7 +82,7 @@ def _linked(result_dir: Path) -> Path | None:
         link = WorkspaceLink.model_validate_json(path.read_bytes(), strict=True)
     except ValidationError as exc:
         raise WorkspaceNotFoundError(
-            f"{path} is not a workspace link ({validation_line(exc)}); delete it and pass "
+            f"{path} is not a workspace link ({validation_problem(exc)}); delete it and pass "
             "--workspace W, the workspace the run materialised"
         ) from exc
     return result_dir / link.workspace

@@ -25,12 +25,13 @@ from harness.kit.provenance import (
     on_resume,
     read_provenance,
 )
-from harness.kit.rundir import RUN_CONFIG, validation_line
+from harness.kit.rundir import RUN_CONFIG
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
 from harness.mirage.strategies import strategy_for
 from memory_server.store import atomic_write_bytes
+from runtime.snapshot import validation_problem
 
 RUN_CONFIG_MODE = 0o644
 
@@ -94,7 +95,7 @@ def read_run_file(path: Path) -> Provenance | None:
         RunConfig.model_validate_json(json.dumps(options), strict=True)
     except ValidationError as exc:
         raise ProvenanceError(
-            f"{path}: not a valid run configuration ({validation_line(exc)}); restore it, or "
+            f"{path}: not a valid run configuration ({validation_problem(exc)}); restore it, or "
             "use a new --out"
         ) from exc
     return block

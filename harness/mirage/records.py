@@ -58,7 +58,7 @@ class RecordKey(NamedTuple):
 
 class ProbeRecord(BaseModel):
     """One line of ``results.jsonl``; see docs/metrics.md for every field. Read back strictly
-(``harness.kit.results``): no unknown field, no coerced value."""
+    (``harness.kit.results``): no unknown field, no coerced value."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -36,10 +36,11 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.kit.results import RESULTS_FILE, read_records, rewrite_records
-from harness.kit.rundir import RUN_CONFIG, validation_line, write_workspace_link
+from harness.kit.rundir import RUN_CONFIG, write_workspace_link
 from harness.mirage.config import RunConfig, Shard
 from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.visibility import VISIBILITY_FILE
+from runtime.snapshot import validation_problem
 
 if TYPE_CHECKING:
     from harness.mirage.probes import ProbeTask
@@ -128,7 +129,7 @@ def _study_problem(path: Path) -> tuple[StudyFile | None, str]:
     except OSError as exc:
         return None, f"cannot read ({exc.strerror or exc})"
     except ValidationError as exc:
-        return None, f"not a valid study file ({validation_line(exc)})"
+        return None, f"not a valid study file ({validation_problem(exc)})"
 
 
 def read_study(folder: Path) -> StudyFile:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
-from harness.kit.rundir import RunFileError, validation_line
+from harness.kit.rundir import RunFileError
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.packs.pack import Pack
@@ -38,7 +38,7 @@ from harness.mirage.paths import (
 )
 from memory_server.workspace import Workspace
 from runtime.session import Session
-from runtime.snapshot import SnapshotError, load_snapshot
+from runtime.snapshot import SnapshotError, load_snapshot, validation_problem
 
 VISIBILITY_FILE = "visibility.json"
 """Written by ``mirage run`` into each result folder, once per run, beside ``summaries.json``."""
@@ -245,7 +245,7 @@ def read_visibility(directory: Path) -> VisibilityMap | None:
         raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
         raise RunFileError(
-            f"{path}: not a visibility map ({validation_line(exc)}); {REWRITE_HINT}"
+            f"{path}: not a visibility map ({validation_problem(exc)}); {REWRITE_HINT}"
         ) from exc
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from harness.kit.report.tables import markdown_table
-from harness.kit.rundir import RunFileError, validation_line
+from harness.kit.rundir import RunFileError
 from harness.kit.stats import Interval
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.records import ProbeRecord
 from harness.mirage.visibility import REWRITE_HINT
+from runtime.snapshot import validation_problem
 
 SUMMARIES_FILE = "summaries.json"
 
@@ -90,7 +91,7 @@ def read_summaries(directory: Path) -> list[FormatSummary]:
         raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
         raise RunFileError(
-            f"{path}: not a summaries file ({validation_line(exc)}); {REWRITE_HINT}"
+            f"{path}: not a summaries file ({validation_problem(exc)}); {REWRITE_HINT}"
         ) from exc
 
 
