@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.messages import Usage
 
@@ -19,6 +19,8 @@ CallPurpose = Literal["turn", "flush", "summary", "probe", "other"]
 
 
 class CallRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     index: int
     model: str
     purpose: CallPurpose = "turn"
@@ -28,9 +30,12 @@ class CallRecord(BaseModel):
     output_tokens: int
     source: Literal["provider", "estimate"] = "provider"
     latency_s: float = 0.0
+    """Wall-clock seconds: data, not identity (``runtime.session.WALL_CLOCK_FIELDS``)."""
 
 
 class Ledger(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     context_window: int
     calls: list[CallRecord] = Field(default_factory=list)
     current_eit: int = 0

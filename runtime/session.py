@@ -46,11 +46,15 @@ class AgentConfig(BaseModel):
 
 
 class WorkspaceRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     path: str
     version: str | None = None
 
 
 class CompactionRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     summary: str
     first_kept_index: int
     first_kept_message: Message | None = None
@@ -63,12 +67,23 @@ class CompactionRecord(BaseModel):
 
 
 class CompactionState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     count: int = 0
     records: list[CompactionRecord] = Field(default_factory=list)
     flushed_in_cycle: bool = False
 
 
+WALL_CLOCK_FIELDS: dict[str, Any] = {"ledger": {"calls": {"__all__": {"latency_s"}}}}
+"""What differs between two honest builds of one session (how long each call took): kept in a
+snapshot as data, left out of what names it (``Session.identity_json``)."""
+
+
 class Session(BaseModel):
+    """Read back strictly (``runtime.snapshot``): no unknown field, no coerced value."""
+
+    model_config = ConfigDict(extra="forbid")
+
     schema_version: Literal[1] = 1
     session_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     config: AgentConfig = Field(default_factory=AgentConfig)
@@ -95,6 +110,11 @@ class Session(BaseModel):
     def replace_messages(self, messages: list[Message]) -> None:
         self.messages = list(messages)
         self.message_tokens = [count_message_tokens(message) for message in messages]
+
+    def identity_json(self) -> bytes:
+        """The session as JSON without its ``WALL_CLOCK_FIELDS``: what a checkpoint's hash
+        covers, so two builds of one conversation have one name whatever their latencies."""
+        return self.model_dump_json(exclude=WALL_CLOCK_FIELDS).encode("utf-8")
 
     @property
     def history_tokens(self) -> int:

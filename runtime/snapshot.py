@@ -1,24 +1,37 @@
 """Versioned, content-hashed session snapshots.
 
 On disk a snapshot is one file ``<sha256>.session``: a JSON header line (format, version,
-sha256, length) followed by the session's JSON payload. The hash covers the payload bytes, so
-verifying it costs one sha256 pass and restoring one pydantic parse; a restore builds a new,
-fully independent ``Session`` and never touches the file. Writes are atomic and idempotent.
+sha256, payload_sha256, length) followed by the session's JSON payload. Two hashes:
+
+- ``sha256`` names the snapshot (its file name, a checkpoint's ``snapshot_sha256``, a probe
+  record's ``checkpoint_sha256`` and ``restored_sha256``): it covers the session *without* what
+  differs between two honest builds of one conversation (``runtime.session.WALL_CLOCK_FIELDS``:
+  the ledger's call latencies), which stays in the payload as data;
+- ``payload_sha256`` covers the payload bytes, latencies included.
+
+A read verifies the payload bytes (length and ``payload_sha256``), parses the session strictly
+(no unknown field, no coerced value: a ``"8192"`` where a number belongs is refused) and checks
+that the parsed session's own name is the header's: a payload edited with its byte hash
+recomputed still no longer matches the name a manifest and the records give it. A restore builds
+a new, fully independent ``Session`` and never touches the file. Writes are atomic and
+idempotent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.session import Session
 
 FORMAT = "mirage-session"
-VERSION = 1
+VERSION = 2
+"""2: ``sha256`` names the session without its wall-clock fields (1 hashed the payload bytes)."""
 SUFFIX = ".session"
 
 
@@ -27,10 +40,22 @@ class SnapshotError(Exception):
 
 
 class SnapshotHeader(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     format: str
     version: int
     sha256: str
+    """The session's name: its hash without the wall-clock fields (``session_hash``)."""
+    payload_sha256: str
     length: int
+
+
+def validation_problem(error: ValidationError) -> str:
+    """A validation error in one line: where, and what (pydantic lists one per line)."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "top level"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 def session_bytes(session: Session) -> bytes:
@@ -38,18 +63,25 @@ def session_bytes(session: Session) -> bytes:
 
 
 def session_hash(session: Session) -> str:
-    return hashlib.sha256(session_bytes(session)).hexdigest()
+    """The session's name: what a checkpoint's hash and a probe's ``restored_sha256`` are."""
+    return hashlib.sha256(session.identity_json()).hexdigest()
 
 
 def save_snapshot(session: Session, directory: Path) -> Path:
-    """Write ``session`` under ``directory``; returns the path (named by content hash)."""
+    """Write ``session`` under ``directory``; returns the path (named by ``session_hash``)."""
     payload = session_bytes(session)
-    digest = hashlib.sha256(payload).hexdigest()
+    digest = session_hash(session)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{digest}{SUFFIX}"
     if path.exists():
         return path
-    header = SnapshotHeader(format=FORMAT, version=VERSION, sha256=digest, length=len(payload))
+    header = SnapshotHeader(
+        format=FORMAT,
+        version=VERSION,
+        sha256=digest,
+        payload_sha256=hashlib.sha256(payload).hexdigest(),
+        length=len(payload),
+    )
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -64,7 +96,8 @@ def save_snapshot(session: Session, directory: Path) -> Path:
 
 
 def read_snapshot_bytes(path: Path) -> tuple[SnapshotHeader, bytes]:
-    """Read and verify a snapshot file; returns its header and verified payload."""
+    """Read a snapshot file and verify its payload bytes; returns its header and payload
+    (``session_from_payload`` parses it and checks its name)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -72,33 +105,65 @@ def read_snapshot_bytes(path: Path) -> tuple[SnapshotHeader, bytes]:
     head, sep, payload = raw.partition(b"\n")
     if not sep:
         raise SnapshotError(f"{path} is not a mirage session snapshot (no header line)")
+    version = _header_version(head)
+    if version is not None and version != VERSION:
+        raise SnapshotError(
+            f"{path} is snapshot format version {version}; this mirage reads version {VERSION} only"
+        )
     try:
-        header = SnapshotHeader.model_validate_json(head)
+        header = SnapshotHeader.model_validate_json(head, strict=True)
     except ValidationError as exc:
-        raise SnapshotError(f"{path} has an unreadable snapshot header: {exc}") from exc
+        raise SnapshotError(
+            f"{path} has an unreadable snapshot header ({validation_problem(exc)})"
+        ) from exc
     if header.format != FORMAT:
         raise SnapshotError(f"{path} has format {header.format!r}, expected {FORMAT!r}")
-    if header.version != VERSION:
-        raise SnapshotError(
-            f"{path} is snapshot format version {header.version}; this mirage reads "
-            f"version {VERSION} only"
-        )
-    if len(payload) != header.length or hashlib.sha256(payload).hexdigest() != header.sha256:
+    if header.version != VERSION:  # pragma: no cover - _header_version saw it first
+        raise SnapshotError(f"{path} is snapshot format version {header.version}")
+    digest = hashlib.sha256(payload).hexdigest()
+    if len(payload) != header.length or digest != header.payload_sha256:
         raise SnapshotError(f"{path} is corrupted: its content does not match its sha256")
     return header, payload
 
 
-def session_from_payload(payload: bytes, origin: str = "snapshot") -> Session:
+def _header_version(head: bytes) -> object:
+    """The header's ``version`` when it is a JSON object with one (so another version's
+    header is named as such rather than as a malformed one)."""
     try:
-        return Session.model_validate_json(payload)
+        parsed = json.loads(head)
+    except ValueError:
+        return None
+    return parsed.get("version") if isinstance(parsed, dict) else None
+
+
+def session_from_payload(
+    payload: bytes, origin: str = "snapshot", expected_sha256: str | None = None
+) -> Session:
+    """The session of a verified payload, parsed strictly; with ``expected_sha256`` (the
+    header's name) the session must also be the one that name names."""
+    try:
+        session = Session.model_validate_json(payload, strict=True)
     except ValidationError as exc:
-        raise SnapshotError(f"{origin} does not hold a valid session: {exc}") from exc
+        raise SnapshotError(
+            f"{origin} does not hold a valid session ({validation_problem(exc)})"
+        ) from exc
+    if expected_sha256 is not None and session_hash(session) != expected_sha256:
+        raise SnapshotError(
+            f"{origin} holds a session other than the one its header names "
+            f"({session_hash(session)[:12]} vs {expected_sha256[:12]}): it was edited"
+        )
+    return session
+
+
+def verified_session(path: Path) -> tuple[SnapshotHeader, Session]:
+    """A snapshot file's header and its session, every check passed."""
+    header, payload = read_snapshot_bytes(path)
+    return header, session_from_payload(payload, str(path), header.sha256)
 
 
 def load_snapshot(path: Path) -> Session:
     """Restore a new, independent session from a snapshot file."""
-    _, payload = read_snapshot_bytes(path)
-    return session_from_payload(payload, str(path))
+    return verified_session(path)[1]
 
 
 class SnapshotCache:
@@ -112,6 +177,7 @@ class SnapshotCache:
         key = path.resolve()
         payload = self._payloads.get(key)
         if payload is None:
-            _, payload = read_snapshot_bytes(key)
+            header, payload = read_snapshot_bytes(key)
+            session_from_payload(payload, str(path), header.sha256)  # named as it says
             self._payloads[key] = payload
         return session_from_payload(payload, str(path))

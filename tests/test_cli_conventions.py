@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import click
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -74,3 +75,25 @@ def test_help_renders_docstrings_as_paragraphs_with_the_exit_codes() -> None:
     )
     command = CliRunner().invoke(app, ["memory", "serve", "--help"], env={"COLUMNS": "200"})
     assert " ".join(EXIT_CODES_HELP.split()[:6]) in " ".join(command.output.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["run", "--limit", "-1"], "--limit"),
+        (["run", "--repeats", "0"], "--repeats"),
+        (["run", "--concurrency", "0"], "--concurrency"),
+        (["run", "--conditions", "C5"], "conditions must be a comma list of C0 and Cm"),
+        (["run", "--no-such-option"], "No such option: --no-such-option"),
+        (["view", ".", "--port", "-1"], "--port"),
+        (["merge"], "Missing argument"),
+        (["no-such-command"], "No such command"),
+    ],
+)
+def test_usage_and_range_errors_are_one_line_exit_2(args: list[str], says: str) -> None:
+    """Issue 37: typer drew these as a box of five lines; every error is one ``error:`` line."""
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: ") and says in lines[0] and "--help" in lines[0]

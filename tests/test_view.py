@@ -4,8 +4,11 @@ report page and the files the page references, and nothing else of the run folde
 from __future__ import annotations
 
 import http.client
+import socket
+import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +98,33 @@ def test_nothing_else_is_served(port: int, path: str) -> None:
 def test_a_foreign_host_header_is_refused(port: int, host: str) -> None:
     status, body, _ = _get(port, "/report.html", host=host)
     assert status == 403 and b"127.0.0.1 and localhost" in body
+
+
+def _reset(port: int, request: bytes) -> None:
+    """A client that sends ``request`` and drops the connection with a reset (RST), as a
+    browser tab closed mid-page or a killed client does."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client.sendall(request)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.close()
+
+
+def test_a_client_that_drops_its_connection_is_one_log_line(run_folder: Path) -> None:
+    """Issue 37: a reset connection printed a 25-line ConnectionResetError traceback."""
+    command = [sys.executable, "-m", "mirage", "view", str(run_folder), "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().split()[1]
+        port = int(url.split(":")[2].split("/")[0])
+        _reset(port, b"GET /report.html HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # mid-request
+        time.sleep(0.5)
+        status, body, _ = _get(port, "/report.html")  # and it goes on serving
+        assert status == 200 and body.startswith(b"<!doctype html>")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "view.client_dropped" in lines[0], stderr
+    assert "ConnectionResetError" in lines[0]

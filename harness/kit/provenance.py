@@ -28,8 +28,10 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.kit.rundir import RunFileError
 from memory_server.store import HashCache
 from runtime.backbones import LOCAL_PREFIX
+from runtime.snapshot import validation_problem
 
 log = structlog.get_logger(__name__)
 
@@ -56,7 +58,7 @@ EMBEDDER_WEIGHTS = "model.safetensors"
 class ModelProvenance(BaseModel):
     """One model string of the run and where its weights come from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: str
     """answerer, trunk, summarizer, agent, embedder."""
@@ -69,9 +71,9 @@ class ModelProvenance(BaseModel):
 
 
 class Provenance(BaseModel):
-    """What produced a run. Extra fields a protocol adds are kept."""
+    """What produced a run; read back strictly (``read_provenance``)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     mirage_version: str
     commit: str
@@ -280,16 +282,40 @@ def differences(first: Provenance, second: Provenance) -> list[tuple[str, str, s
     return [(key, row["first"], row["second"]) for key, row in rows.items()]
 
 
+class ProvenanceError(RunFileError):
+    """A ``provenance`` block that cannot be read back as written (one line, the file)."""
+
+
 def read_provenance(path: Path) -> Provenance | None:
-    """The ``provenance`` block of a JSON file (``run.json``, ``summary.json``), or None when the
-    file or the block is missing or unreadable (runs from before provenance was recorded)."""
+    """The ``provenance`` block of a JSON file (``run.json``, ``summary.json``), read strictly;
+    None when the file has no such block (runs from before provenance was recorded). A file or
+    block that does not parse raises ``ProvenanceError``: a resume never replaces the first
+    run's provenance with its own silently."""
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        block = payload.get("provenance") if isinstance(payload, dict) else None
-        return Provenance.model_validate(block) if block is not None else None
-    except (OSError, ValueError, ValidationError) as exc:
-        log.warning("provenance.unreadable", path=str(path), error=str(exc).splitlines()[0])
+        payload = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ProvenanceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise ProvenanceError(
+            f"{path}: not JSON ({_first_line(exc)}); it holds the run's options and provenance: "
+            "restore it, or use a new --out"
+        ) from exc
+    if not isinstance(payload, dict):
+        raise ProvenanceError(f"{path}: not a JSON object; restore it, or use a new --out")
+    block = payload.get("provenance")
+    if block is None:
         return None
+    try:
+        return Provenance.model_validate_json(json.dumps(block), strict=True)
+    except ValidationError as exc:
+        raise ProvenanceError(
+            f"{path}: not a valid provenance block (provenance.{validation_problem(exc)}); "
+            "restore it, or use a new --out"
+        ) from exc
+
+
+def _first_line(error: object) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 def on_resume(earlier: Provenance | None, now: Provenance) -> Provenance:

@@ -62,7 +62,7 @@ class _Scan(NamedTuple, Generic[RecordT]):
 def _parse_line(line: bytes, number: int, path: Path, record_type: type[RecordT]) -> RecordT:
     try:
         parsed: RecordT = record_type.model_validate_json(  # type: ignore[attr-defined]
-            line, context={STORED: True}
+            line, context={STORED: True}, strict=True
         )
         return parsed
     except ValidationError as exc:

@@ -17,9 +17,10 @@ import os
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.kit.packsums import pack_files
+from runtime.snapshot import validation_problem
 
 WORKSPACE_LINK = "workspace-link.json"
 RUN_CONFIG = "run.json"
@@ -48,11 +49,20 @@ def run_config_path(result_dir: Path) -> Path | None:
     return None
 
 
+class RunFileError(ValueError):
+    """A file of a run folder that mirage reads back (``run.json``, ``visibility.json``,
+    ``summaries.json``, …) is unreadable, of the wrong shape (read strictly: no unknown field,
+    no coerced value), or contradicts what names it; the message is one line naming the file
+    and what to do. Nothing is repaired or written over."""
+
+
 class WorkspaceNotFoundError(FileNotFoundError):
     """No workspace could be found for a result folder."""
 
 
 class WorkspaceLink(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     workspace: str  # relative to the folder holding the link, or absolute
 
 
@@ -69,9 +79,12 @@ def _linked(result_dir: Path) -> Path | None:
     if not path.is_file():
         return None
     try:
-        link = WorkspaceLink.model_validate_json(path.read_text(encoding="utf-8"))
+        link = WorkspaceLink.model_validate_json(path.read_bytes(), strict=True)
     except ValidationError as exc:
-        raise WorkspaceNotFoundError(f"{path} is not a workspace link: {exc}") from exc
+        raise WorkspaceNotFoundError(
+            f"{path} is not a workspace link ({validation_problem(exc)}); delete it and pass "
+            "--workspace W, the workspace the run materialised"
+        ) from exc
     return result_dir / link.workspace
 
 

@@ -19,18 +19,28 @@ renamed into place, and ``family.json`` is written the same way only after every
 the family; so a kill (or a native crash in the model) at any moment leaves either a finished
 family or an unfinished one, whose trunk the next run rebuilds from scratch (``family_lock``
 keeps a concurrent run from rebuilding a family another run is building). A *finished*
-family with a missing or corrupt checkpoint (a snapshot whose session does not parse included,
-even when its hash is consistent) is refused with the file and the fix (delete the family
-folder): rebuilding it silently could mix results from two different trunks. A damaged
-``family.json`` itself (truncated, wrong types, another trunk) is rewritten from the intact
-checkpoints' manifests with a warning, or refused when they cannot vouch for it.
+family with a missing or corrupt checkpoint is refused with the file and the fix (delete the
+family folder): rebuilding it silently could mix results from two different trunks.
+
+What is read back is read strictly (no unknown field, no coerced value) and checked against
+what names it: a manifest against its folder (state, format), its family (the trunk its folder
+name hashes) and its snapshot (hash, EIT, compaction count); a snapshot against the name in its
+header (``runtime.snapshot``: a session edited with its byte hash recomputed is refused). The
+name of a snapshot leaves out what differs between two honest builds of one conversation (the
+ledger's call latencies, ``runtime.session.WALL_CLOCK_FIELDS``), so shards that rebuild one
+trunk against a real summarizer name its checkpoints alike (``harness.mirage.shards``).
+
+A damaged ``family.json`` (truncated, wrong types, unknown fields, values the checkpoints
+contradict) is rebuilt *exactly* from the checkpoints — every field, each checked against the
+manifests and snapshots — and the run says what it rebuilt (``checkpoints.family_record_rebuilt``
+on stderr); when the checkpoints cannot vouch for every field it is refused in one line saying
+how to rebuild (delete the family folder). Never a partial record.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -45,7 +55,7 @@ from compaction.strategies import TEMPLATE_PREFIX
 from harness.kit.agents.restore import save_session_point
 from memory_server.store import atomic_write_bytes
 from runtime.session import Session
-from runtime.snapshot import SnapshotError, read_snapshot_bytes
+from runtime.snapshot import SnapshotError, validation_problem, verified_session
 
 log = structlog.get_logger(__name__)
 
@@ -98,6 +108,9 @@ class CheckpointManifest(BaseModel):
     trunk: TrunkConfig
     summary_format: str | None = None
     """The format of the compaction(s) this session went through (None before the first)."""
+    branched_from: str | None = None
+    """``pre-compaction`` for a format's compaction states branched after the trunk (None: the
+    trunk's own checkpoint, the format it compacted with inline)."""
 
 
 class Checkpoint(BaseModel):
@@ -169,6 +182,7 @@ def write_checkpoint(
     trunk_turns_total: int,
     workspace_version: str | None,
     summary_format: str | None = None,
+    branched_from: str | None = None,
 ) -> Checkpoint:
     """Write ``<family_dir>/<state>[@<format>]/`` (replacing what an earlier attempt left)."""
     directory = family_dir / checkpoint_dir_name(state, summary_format)
@@ -184,6 +198,7 @@ def write_checkpoint(
         workspace_version=workspace_version,
         trunk=trunk,
         summary_format=summary_format,
+        branched_from=branched_from,
     )
     atomic_write_bytes(directory / MANIFEST, manifest.model_dump_json(indent=2).encode())
     return Checkpoint(directory=directory, manifest=manifest)
@@ -194,105 +209,207 @@ def _first_line(reason: object) -> str:
     return (str(reason).strip().splitlines() or [""])[0]
 
 
-def read_checkpoint(directory: Path) -> Checkpoint:
-    """Load and verify one checkpoint folder; every problem is one line naming the file."""
+def read_manifest(directory: Path) -> CheckpointManifest:
+    """A checkpoint folder's manifest, read strictly; one line naming the file otherwise."""
     path = directory / MANIFEST
     try:
-        manifest = CheckpointManifest.model_validate_json(path.read_bytes())
+        return CheckpointManifest.model_validate_json(path.read_bytes(), strict=True)
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "manifest"
-        raise CheckpointError(f"{path}: not a valid manifest ({where}: {first['msg']})") from exc
+        raise CheckpointError(f"{path}: not a valid manifest ({validation_problem(exc)})") from exc
+
+
+def read_checkpoint(directory: Path) -> Checkpoint:
+    """Load and verify one checkpoint folder: its manifest (strictly), the snapshot it names
+    (bytes, strict session, the session's own name) and that they agree with each other and
+    with the folder's name; every problem is one line naming the file."""
+    path = directory / MANIFEST
+    manifest = read_manifest(directory)
+    named = checkpoint_dir_name(manifest.state, manifest.summary_format)
+    if named != directory.name:
+        raise CheckpointError(
+            f"{path}: names checkpoint {named}, not its folder's {directory.name}"
+        )
     checkpoint = Checkpoint(directory=directory, manifest=manifest)
+    if manifest.snapshot != f"{manifest.snapshot_sha256}.session":
+        raise CheckpointError(f"{path}: names snapshot file {manifest.snapshot}, not its hash's")
     try:
-        header, payload = read_snapshot_bytes(checkpoint.snapshot_path)
+        header, session = verified_session(checkpoint.snapshot_path)
     except SnapshotError as exc:
         raise CheckpointError(_first_line(exc)) from exc
     if header.sha256 != manifest.snapshot_sha256:
         raise CheckpointError(f"{path}: names a snapshot whose hash differs from its own")
-    _check_session(checkpoint.snapshot_path, payload)
+    for field, mine, theirs in (
+        ("eit", manifest.eit, session.ledger.current_eit),
+        ("compaction_count", manifest.compaction_count, session.compaction_count),
+    ):
+        if mine != theirs:
+            raise CheckpointError(
+                f"{path}: says {field} {mine}, its snapshot's session has {theirs}"
+            )
     return checkpoint
 
 
-def _check_session(path: Path, payload: bytes) -> None:
-    """A snapshot whose hash is right can still hold a session of the wrong shape (written by
-    hand, or by another version): refused at family load, not at the first probe."""
-    try:
-        Session.model_validate_json(payload)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "session"
-        raise CheckpointError(
-            f"{path}: does not hold a valid session ({where}: {first['msg']})"
-        ) from exc
-
-
 class FamilyRecord(BaseModel):
-    """What ``family.json`` must hold: the trunk configuration the family's name hashes."""
+    """What ``family.json`` holds, all of it read back strictly: the trunk configuration the
+    family's folder name hashes, and what the trunk did — its turns, each state's EIT (the
+    trunk's own checkpoints: the shared states and the compaction states of the format it
+    compacted with inline), that format, and whether it captured the branch point."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     trunk: TrunkConfig
+    turns: int
+    states: dict[str, int]
+    summary_format: str | None = None
+    branch_point: bool = False
 
 
-def _family_record_problem(family_dir: Path) -> str | None:
-    """Why ``family.json`` is unusable (unreadable, wrong shape, another trunk), or None."""
+def read_family_record(family_dir: Path) -> tuple[FamilyRecord | None, str | None]:
+    """``family.json`` and why it is unusable (unreadable, wrong shape, another trunk), or no
+    problem."""
     path = family_dir / FAMILY_FILE
     try:
-        record = FamilyRecord.model_validate_json(path.read_bytes())
+        record = FamilyRecord.model_validate_json(path.read_bytes(), strict=True)
     except OSError as exc:
-        return f"cannot read ({exc.strerror or exc})"
+        return None, f"cannot read ({exc.strerror or exc})"
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "family.json"
-        return f"not a valid family record ({where}: {first['msg']})"
+        return None, f"not a valid family record ({validation_problem(exc)})"
     if record.trunk.family_id() != family_dir.name:
-        return f"names trunk {record.trunk.family_id()}, not this folder's {family_dir.name}"
-    return None
+        return None, f"names trunk {record.trunk.family_id()}, not this folder's {family_dir.name}"
+    return record, None
 
 
-def _restore_family_record(family_dir: Path, states: list[str], problem: str) -> None:
-    """Rewrite a damaged ``family.json`` from the checkpoints' manifests, when every state is
-    there, intact and of this folder's trunk; else refuse with the fix."""
+def _checkpoint_folders(family_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in family_dir.glob(f"*/{MANIFEST}"))
+
+
+def family_record_from_checkpoints(family_dir: Path) -> FamilyRecord:
+    """``family.json`` as the trunk wrote it, from its checkpoints alone: every checkpoint is
+    verified (manifest, snapshot, this folder's trunk), the trunk's own ones (not a branched
+    format's) give the states, their EIT, the format and the turns. Raises ``CheckpointError``
+    naming what cannot be vouched for."""
+    checkpoints = [read_checkpoint(folder) for folder in _checkpoint_folders(family_dir)]
+    trunks = {cp.manifest.trunk for cp in checkpoints}
+    if len(trunks) != 1:
+        raise CheckpointError("its checkpoints are of several trunks" if trunks else "none left")
+    (trunk,) = trunks
+    if trunk.family_id() != family_dir.name:
+        raise CheckpointError("its checkpoints are of another trunk")
+    own = [cp for cp in checkpoints if cp.manifest.branched_from is None]
+    formats = {f for f in (cp.manifest.summary_format for cp in own) if f is not None}
+    if len(formats) > 1:
+        raise CheckpointError(f"the trunk's checkpoints name formats {sorted(formats)}")
+    by_state = {cp.state: cp for cp in own if cp.state != BRANCH_POINT}
+    wanted = [name for name, *_ in trunk.states]
+    missing = [name for name in wanted if name not in by_state]
+    if missing:
+        raise CheckpointError(f"no checkpoint of state(s) {', '.join(missing)}")
+    if not formats:
+        raise CheckpointError("no checkpoint names the summary format the trunk compacted with")
+    return FamilyRecord(
+        trunk=trunk,
+        turns=max(by_state[name].manifest.trunk_position for name in wanted),
+        states={name: by_state[name].eit for name in wanted},
+        summary_format=next(iter(formats)),
+        branch_point=any(cp.state == BRANCH_POINT for cp in own),
+    )
+
+
+def _rebuild_family_record(
+    family_dir: Path, record: FamilyRecord | None, problem: str | None
+) -> None:
+    """Rewrite a damaged ``family.json`` exactly from the checkpoints, saying what was rebuilt,
+    or refuse with the fix when they cannot vouch for every field."""
     path = family_dir / FAMILY_FILE
-    refuse = f"{path}: {problem}; delete {family_dir} to rebuild this trunk on the next run"
     try:
-        checkpoints = {state: read_checkpoint(family_dir / state) for state in states}
+        rebuilt = family_record_from_checkpoints(family_dir)
     except CheckpointError as exc:
-        raise CheckpointError(f"{refuse} (its checkpoints cannot restore it: {exc})") from exc
-    trunks = {cp.manifest.trunk for cp in checkpoints.values()}
-    if len(trunks) != 1 or next(iter(trunks)).family_id() != family_dir.name:
-        raise CheckpointError(f"{refuse} (its checkpoints are of another trunk)")
-    log.warning("checkpoints.family_record_restored", path=str(path), problem=problem)
-    summary: dict[str, object] = {
-        "turns": max(cp.manifest.trunk_position for cp in checkpoints.values()),
-        "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
-        "branch_point": (family_dir / BRANCH_POINT / MANIFEST).is_file(),
-        "restored_from_manifests": problem,
-    }
-    mark_family_complete(family_dir, next(iter(trunks)), summary)
+        raise CheckpointError(
+            f"{path}: {problem or 'differs from its checkpoints'}; delete {family_dir} to rebuild "
+            f"this trunk on the next run (its checkpoints cannot restore it: {exc})"
+        ) from exc
+    if record is not None and record == rebuilt:
+        return
+    if record is not None:
+        fields = FamilyRecord.model_fields
+        changed = [f for f in fields if getattr(record, f) != getattr(rebuilt, f)]
+        problem = "its " + ", ".join(changed) + " contradict the checkpoints"
+    log.warning(
+        "checkpoints.family_record_rebuilt",
+        path=str(path),
+        problem=problem,
+        rebuilt=", ".join(FamilyRecord.model_fields),
+        turns=rebuilt.turns,
+        states=len(rebuilt.states),
+    )
+    write_family_record(family_dir, rebuilt)
 
 
 def load_family(family_dir: Path, states: list[str]) -> dict[str, Checkpoint] | None:
     """All checkpoints of a finished family, or None when the family was never finished (the
     trunk was interrupted; ``discard_unfinished_family`` clears it for the rebuild). A damaged
-    ``family.json`` is rewritten from the checkpoints' manifests (with a warning) when they are
-    intact. A finished family with a missing or corrupt checkpoint raises ``CheckpointError``
-    saying what to do."""
+    ``family.json`` is rebuilt exactly from the checkpoints (announced) or refused. A finished
+    family with a missing or corrupt checkpoint raises ``CheckpointError`` saying what to do."""
     if not (family_dir / FAMILY_FILE).exists():
         return None
-    problem = _family_record_problem(family_dir)
-    if problem is not None:
-        _restore_family_record(family_dir, states, problem)
+    record, problem = read_family_record(family_dir)
+    if record is None:
+        _rebuild_family_record(family_dir, record, problem)
     try:
-        return {state: read_checkpoint(family_dir / state) for state in states}
+        checkpoints = {
+            state: _family_checkpoint(family_dir, family_dir / state) for state in states
+        }
     except CheckpointError as exc:
         raise CheckpointError(
             f"corrupt checkpoint: {exc}; delete {family_dir} to rebuild this trunk on the next "
             "run (records already in results.jsonl are kept)"
         ) from exc
+    if record is not None and not _agrees_with_manifests(family_dir, record):
+        _rebuild_family_record(family_dir, record, problem)
+    return checkpoints
+
+
+def _agrees_with_manifests(family_dir: Path, record: FamilyRecord) -> bool:
+    """The record names the trunk's states, and their EIT and the trunk's turns are what the
+    trunk's manifests say (read without their snapshots: those are checked when loaded). The
+    compaction states of the format it compacted with inline may be gone (deleted so they are
+    built again as a branch, ``load_branch``); then only what is left is compared."""
+    names = [name for name, *_ in record.trunk.states]
+    if sorted(record.states) != sorted(names):
+        return False
+    manifests = []
+    for folder in _checkpoint_folders(family_dir):
+        try:
+            manifests.append(read_manifest(folder))
+        except CheckpointError:
+            continue  # not a shared state's (those loaded): its branch's load names it
+    own = {
+        m.state: m
+        for m in manifests
+        if m.branched_from is None
+        and m.state != BRANCH_POINT
+        and m.summary_format in (None, record.summary_format)
+    }
+    compacted = {name for name, kind, *_ in record.trunk.states if kind == "compaction"}
+    if set(own) - set(names) or (set(names) - set(own)) - compacted:
+        return False
+    if any(own[name].eit != record.states[name] for name in own):
+        return False
+    if record.branch_point != (family_dir / BRANCH_POINT / MANIFEST).is_file():
+        return False
+    return set(own) != set(names) or max(m.trunk_position for m in own.values()) == record.turns
+
+
+def _family_checkpoint(family_dir: Path, directory: Path) -> Checkpoint:
+    checkpoint = read_checkpoint(directory)
+    if checkpoint.manifest.trunk.family_id() != family_dir.name:
+        raise CheckpointError(
+            f"{directory / MANIFEST}: is of trunk {checkpoint.manifest.trunk.family_id()}, not "
+            f"this family's {family_dir.name}"
+        )
+    return checkpoint
 
 
 def load_branch(
@@ -306,7 +423,8 @@ def load_branch(
         return None
     try:
         return {
-            state: read_checkpoint(folder) for state, folder in zip(states, folders, strict=True)
+            state: _family_checkpoint(family_dir, folder)
+            for state, folder in zip(states, folders, strict=True)
         }
     except CheckpointError as exc:
         names = ", ".join(folder.name for folder in folders)
@@ -338,7 +456,25 @@ def discard_unfinished_family(family_dir: Path) -> None:
         shutil.rmtree(family_dir)
 
 
-def mark_family_complete(family_dir: Path, trunk: TrunkConfig, summary: dict[str, object]) -> None:
+def write_family_record(family_dir: Path, record: FamilyRecord) -> None:
+    atomic_write_bytes(family_dir / FAMILY_FILE, record.model_dump_json(indent=2).encode())
+
+
+def mark_family_complete(
+    family_dir: Path,
+    trunk: TrunkConfig,
+    *,
+    turns: int,
+    states: dict[str, int],
+    summary_format: str | None = None,
+    branch_point: bool = False,
+) -> None:
     """Written last, after every checkpoint of the family is durable: the family is finished."""
-    payload = {"trunk": json.loads(trunk.model_dump_json()), **summary}
-    atomic_write_bytes(family_dir / FAMILY_FILE, json.dumps(payload, indent=2).encode())
+    record = FamilyRecord(
+        trunk=trunk,
+        turns=turns,
+        states=states,
+        summary_format=summary_format,
+        branch_point=branch_point,
+    )
+    write_family_record(family_dir, record)

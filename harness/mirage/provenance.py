@@ -12,9 +12,12 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from harness.kit.provenance import (
     ModelProvenance,
     Provenance,
+    ProvenanceError,
     embedder_provenance,
     json_digest,
     machine_fields,
@@ -28,6 +31,7 @@ from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
 from harness.mirage.strategies import strategy_for
 from memory_server.store import atomic_write_bytes
+from runtime.snapshot import validation_problem
 
 RUN_CONFIG_MODE = 0o644
 
@@ -80,11 +84,35 @@ def run_provenance(run: MirageRunLike) -> Provenance:
     )
 
 
+def read_run_file(path: Path) -> Provenance | None:
+    """``run.json`` read back strictly — its options (``RunConfig``: no unknown option, no
+    coerced value) and its provenance block; the block (None for a run from before provenance
+    was recorded). A bad file raises ``ProvenanceError`` (one line)."""
+    block = read_provenance(path)  # the file is a JSON object with a valid block, or refused
+    options = json.loads(path.read_bytes())
+    options.pop("provenance", None)
+    try:
+        RunConfig.model_validate_json(json.dumps(options), strict=True)
+    except ValidationError as exc:
+        raise ProvenanceError(
+            f"{path}: not a valid run configuration ({validation_problem(exc)}); restore it, or "
+            "use a new --out"
+        ) from exc
+    return block
+
+
 def write_run_config(run: MirageRunLike) -> Provenance:
     """``run.json``: the run's options and its provenance (the first run's, on a resume)."""
     path = run.out / RUN_CONFIG
-    earlier = read_provenance(path) if path.is_file() else None
-    block = on_resume(earlier, run_provenance(run))
+    earlier = read_run_file(path) if path.is_file() else None
+    now = run_provenance(run)
+    if earlier is not None and earlier.pack_digest not in (None, now.pack_digest):
+        raise ProvenanceError(
+            f"{path}: the run in {run.out} used pack digest {earlier.pack_digest}, this run's "
+            f"pack {now.pack} has {now.pack_digest}: its records would mix two packs; use a "
+            "new --out"
+        )
+    block = on_resume(earlier, now)
     payload = {
         **json.loads(run.config.model_dump_json()),
         "provenance": block.model_dump(mode="json"),

@@ -57,9 +57,10 @@ class RecordKey(NamedTuple):
 
 
 class ProbeRecord(BaseModel):
-    """One line of ``results.jsonl``; see docs/metrics.md for every field."""
+    """One line of ``results.jsonl``; see docs/metrics.md for every field. Read back strictly
+    (``harness.kit.results``): no unknown field, no coerced value."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = Field(default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
     scoring: ProfileName = DEFAULT_PROFILE
@@ -94,6 +95,17 @@ class ProbeRecord(BaseModel):
     canonical_source: str | None = None
     provider_error: str | None = None
     model: str | None = None
+    checkpoint_sha256: str | None = None
+    """The name of the checkpoint the probe restored (``runtime.snapshot``)."""
+    restored_sha256: str | None = None
+    """The name of the session the agent said it restored (equal to the checkpoint's)."""
+    state_eit: int | None = None
+    """The checkpoint's EIT."""
+    tag: str | None = None
+    """The probe's attribution tag on the memory server (``harness.kit.memory``)."""
+    trace: dict[str, Any] | None = None
+    """What the agent reported beside its reply (rounds, parse outcomes, a reference's
+    account)."""
 
     @property
     def key(self) -> RecordKey:

@@ -70,7 +70,7 @@ class PathUpgrader:
         ``checkpoint``) when it is binary and that checkpoint is still there; else as it is."""
         if record.path_source != "binary" or not record.scored:
             return record
-        checkpoint = self.checkpoints.get(str(getattr(record, "checkpoint_sha256", "")))
+        checkpoint = self.checkpoints.get(record.checkpoint_sha256 or "")
         if checkpoint is None:
             return self._kept(record, "checkpoint_gone")
         context = self._context(checkpoint)

@@ -73,13 +73,14 @@ def bad_files_reported() -> Iterator[None]:
     from harness.kit.outlock import OutLockedError
     from harness.kit.packfiles import PackFormatError
     from harness.kit.results import ResultsLogError
+    from harness.kit.rundir import RunFileError
     from harness.mirage.packs.schema import PackPathError
 
     try:
         yield
     except PackFormatError as exc:
         raise RunInputError(exc.summary()) from exc
-    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError) as exc:
+    except (PackPathError, CheckpointError, ResultsLogError, OutLockedError, RunFileError) as exc:
         raise RunInputError(str(exc)) from exc
 
 
@@ -387,12 +388,10 @@ class MirageRun:
         mark_family_complete(
             family_dir,
             trunk,
-            {
-                "turns": runner.position,
-                "states": {name: cp.manifest.eit for name, cp in checkpoints.items()},
-                "summary_format": summary_format,
-                "branch_point": runner.branch_point is not None,
-            },
+            turns=runner.position,
+            states={name: cp.manifest.eit for name, cp in checkpoints.items()},
+            summary_format=summary_format,
+            branch_point=runner.branch_point is not None,
         )
         compacted = {s.name for s in self.profile.states if s.kind == "compaction"}
         inline = {name: cp for name, cp in checkpoints.items() if name in compacted}
@@ -462,10 +461,11 @@ class MirageRun:
         ):
             raise ResumeError(f"{self.out} has no results to retry: run without --retry-errors")
         formats = self.state_formats()
+        recorded: dict[Path, list[ProbeRecord]] = {}
         for folder in self.result_dirs():
             if not (folder / RESULTS_FILE).is_file():
                 continue
-            records = read_records(folder, ProbeRecord)
+            records = recorded[folder] = read_records(folder, ProbeRecord)
             other = sorted({r.scoring for r in records} - {self.config.scoring})
             if other:
                 raise ResumeError(
@@ -480,6 +480,32 @@ class MirageRun:
                         f"format {record.summary_format}, this run's {record.state} is {expected}: "
                         f"give --summary-format {record.summary_format} first or use a new --out"
                     )
+        self._check_family_read_back(recorded)
+
+    def _check_family_read_back(self, recorded: dict[Path, list[ProbeRecord]]) -> None:
+        """A finished family is read back (strictly, each checkpoint against what names it)
+        before anything is written, and the records already probed on it must name its
+        checkpoints: a checkpoint replaced since (hashes and all) is refused, not probed."""
+        from harness.kit.results import RESULTS_FILE
+        from harness.mirage.checkpoints import FAMILY_FILE
+
+        if not (self.family_dir / FAMILY_FILE).is_file():
+            return
+        checkpoints = self.existing_checkpoints()
+        if checkpoints is None:
+            return
+        for folder, records in recorded.items():
+            for record in records:
+                checkpoint = checkpoints.get(record.state)
+                named = record.checkpoint_sha256
+                if checkpoint is None or named in (None, checkpoint.snapshot_sha256):
+                    continue
+                raise ResumeError(
+                    f"{folder / RESULTS_FILE}: its {record.state} records were probed on "
+                    f"checkpoint {str(named)[:12]}, {checkpoint.directory} holds "
+                    f"{checkpoint.snapshot_sha256[:12]}: the checkpoint changed since they were "
+                    "recorded; restore it, or use a new --out"
+                )
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         """Every unfinished probe of one answerer (``model``: a model string, a reference agent,
@@ -574,6 +600,28 @@ class MirageRun:
             return None
         task = progress.add_task(f"{model_slug(model)} · {state}", total=total)
         return lambda _record: progress.advance(task)
+
+    def probe_tally(self) -> tuple[int, int]:
+        """(probes kept, probes planned) over this run's result folders, as the results logs
+        hold them now: what an interrupted run says it kept (checkpoints not needed)."""
+        from harness.kit.results import RESULTS_FILE, read_records
+        from harness.mirage.shards import shard_slice
+
+        questions, config = self.questions(), self.config
+        keys = [
+            RecordKey(state, condition, question_id, repeat)
+            for state, _, _ in self.state_keys()
+            for condition in config.conditions
+            for question_id, _, _ in questions
+            for repeat in range(config.repeats)
+        ]
+        planned = set(shard_slice(keys, config.shard))
+        folders = self.result_dirs()
+        kept = 0
+        for folder in folders:
+            if (folder / RESULTS_FILE).is_file():
+                kept += len({r.key for r in read_records(folder, ProbeRecord)} & planned)
+        return kept, len(planned) * len(folders)
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files

@@ -40,6 +40,7 @@ from harness.kit.rundir import RUN_CONFIG, write_workspace_link
 from harness.mirage.config import RunConfig, Shard
 from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.visibility import VISIBILITY_FILE
+from runtime.snapshot import validation_problem
 
 if TYPE_CHECKING:
     from harness.mirage.probes import ProbeTask
@@ -59,7 +60,11 @@ class MergeError(ValueError):
 
 def shard_keys(tasks: Iterable[ProbeTask], shard: Shard | None) -> list[RecordKey]:
     """The keys of ``tasks`` (the study's whole plan, in plan order) that ``shard`` runs."""
-    keys = [task.key for task in tasks]
+    return shard_slice([task.key for task in tasks], shard)
+
+
+def shard_slice(keys: list[RecordKey], shard: Shard | None) -> list[RecordKey]:
+    """The keys of the plan ``keys`` (in plan order) that ``shard`` runs."""
     if shard is None:
         return keys
     return keys[shard.index - 1 :: shard.count]
@@ -118,28 +123,43 @@ def write_study(config: RunConfig, pack_root: Path, family: str | None) -> Path:
     return path
 
 
+def _study_problem(path: Path) -> tuple[StudyFile | None, str]:
+    try:
+        return StudyFile.model_validate_json(path.read_bytes(), strict=True), ""
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or exc})"
+    except ValidationError as exc:
+        return None, f"not a valid study file ({validation_problem(exc)})"
+
+
 def read_study(folder: Path) -> StudyFile:
     path = folder / STUDY_FILE
     if not path.is_file():
         raise MergeError(f"{folder} has no {STUDY_FILE}: not the --out of a mirage run")
-    try:
-        return StudyFile.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise MergeError(
-            f"{path} is corrupt ({exc.errors()[0]['msg']}); re-run that shard"
-        ) from exc
+    study, problem = _study_problem(path)
+    if study is None:
+        raise MergeError(f"{path}: {problem}; re-run that shard")
+    if study.shard is not None:
+        try:
+            Shard.parse(study.shard)
+        except ValueError as exc:
+            raise MergeError(f"{path}: names shard {study.shard!r} ({exc})") from exc
+    return study
 
 
 def shard_conflict(out: Path, shard: Shard | None) -> str | None:
-    """Why ``shard`` cannot run on ``out`` (it holds another shard, or the whole study), or
-    None."""
+    """Why ``shard`` cannot run on ``out`` (it holds another shard, the whole study, or a
+    ``study.json`` that no longer says which), or None."""
     path = out / STUDY_FILE
     if not path.is_file():
         return None
-    try:
-        before = StudyFile.model_validate_json(path.read_bytes()).shard
-    except ValidationError:
-        return None  # rewritten by this run
+    study, problem = _study_problem(path)
+    if study is None:
+        return (
+            f"{path}: {problem}; it says which study and shard {out} holds: restore it, or use "
+            "a new --out"
+        )
+    before = study.shard
     now = None if shard is None else str(shard)
     if before == now:
         return None
@@ -207,7 +227,7 @@ def _check_complete(shards: Sequence[_Shard]) -> None:
 def _checkpoint_hashes(records: Iterable[ProbeRecord]) -> dict[str, set[str]]:
     hashes: dict[str, set[str]] = {}
     for record in records:
-        digest = getattr(record, "checkpoint_sha256", None)
+        digest = record.checkpoint_sha256
         if isinstance(digest, str):
             hashes.setdefault(record.state, set()).add(digest)
     return hashes
@@ -248,6 +268,23 @@ def _interleave(
             owner[record.key] = shard.folder
             merged.append(record)
     return merged
+
+
+def _check_shared_files(name: str, shards: Sequence[_Shard]) -> None:
+    """The files every shard wrote alike from the same checkpoints (``SHARED_FILES``, of which
+    the merge keeps the first shard's) read back strictly, and equal in every shard."""
+    from harness.mirage.report.formats import read_summaries
+    from harness.mirage.visibility import read_visibility
+
+    first = shards[0]
+    for reader, file in ((read_summaries, SHARED_FILES[0]), (read_visibility, SHARED_FILES[1])):
+        mine = reader(first.folder / name)
+        for other in shards[1:]:
+            if reader(other.folder / name) != mine:
+                raise MergeError(
+                    f"{first.folder / name / file} and {other.folder / name / file} differ: "
+                    "the shards' checkpoints hold different conversations"
+                )
 
 
 def _concat(sources: Iterable[Path], target: Path) -> None:
@@ -303,6 +340,12 @@ def merge_shards(folders: Sequence[Path], out: Path) -> list[ReportFiles]:
     if not shards[0].results:
         raise MergeError(f"{shards[0].folder} has no results: run the shards first")
     joined = {name: _joined(name, shards) for name in shards[0].results}  # checked first
+    for name in shards[0].results:
+        _check_shared_files(name, shards)
+    if (shards[0].folder / RUN_CONFIG).is_file():
+        from harness.kit.provenance import read_provenance
+
+        read_provenance(shards[0].folder / RUN_CONFIG)  # read back strictly, before any write
     out.mkdir(parents=True, exist_ok=True)
     for name in SHARED_FOLDERS:
         source = shards[0].folder / name

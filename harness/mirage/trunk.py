@@ -156,6 +156,7 @@ class TrunkRunner:
         self.summary_format = summary_format
         self.driver = TrunkDriver(self, pack, profile, trunk.seed)
         self.branch_point: Checkpoint | None = None
+        self.branched_from: str | None = None  # BRANCH_POINT for a format branched later
         self.position = 0
 
     @property
@@ -187,6 +188,7 @@ class TrunkRunner:
             trunk_turns_total=self.position,
             workspace_version=self.workspace_version(),
             summary_format=self.summary_format if session.compaction_count else None,
+            branched_from=self.branched_from if session.compaction_count else None,
         )
         log.info(
             "checkpoint",
@@ -280,6 +282,7 @@ async def branch_formats(
             summary_format,
         )
         runner.position = manifest.trunk_position
+        runner.branched_from = BRANCH_POINT
         branches[summary_format] = await runner.run_branch()
         log.info("summary_format_branched", summary_format=summary_format)
         if on_branch is not None:

@@ -16,7 +16,7 @@ pack's keywords per artifact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
+from harness.kit.rundir import RunFileError
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.packs.pack import Pack
@@ -37,7 +38,7 @@ from harness.mirage.paths import (
 )
 from memory_server.workspace import Workspace
 from runtime.session import Session
-from runtime.snapshot import SnapshotError, load_snapshot
+from runtime.snapshot import SnapshotError, load_snapshot, validation_problem
 
 VISIBILITY_FILE = "visibility.json"
 """Written by ``mirage run`` into each result folder, once per run, beside ``summaries.json``."""
@@ -86,6 +87,8 @@ class StateVisibility(_Frozen):
 
 class VisibilityMap(BaseModel):
     """state -> artifact -> class and evidence, in checkpoint order."""
+
+    model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = 1
     states: dict[str, StateVisibility] = Field(default_factory=dict)
@@ -230,16 +233,42 @@ def write_visibility(directory: Path, found: VisibilityMap) -> Path:
 
 
 def read_visibility(directory: Path) -> VisibilityMap | None:
-    """``visibility.json`` of a result folder; None when the run wrote none (a bad file is
-    logged, not fatal: no number of Table 1 depends on it)."""
+    """``visibility.json`` of a result folder, read strictly; None when the run wrote none. A
+    bad file raises ``RunFileError`` (one line): the report's visibility columns are never
+    left out, or filled, silently."""
     path = directory / VISIBILITY_FILE
     if not path.is_file():
         return None
     try:
-        return VisibilityMap.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError) as exc:
-        log.warning("visibility.unreadable", path=str(path), error=str(exc).splitlines()[0])
-        return None
+        return VisibilityMap.model_validate_json(path.read_bytes(), strict=True)
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except ValidationError as exc:
+        raise RunFileError(
+            f"{path}: not a visibility map ({validation_problem(exc)}); {REWRITE_HINT}"
+        ) from exc
+
+
+REWRITE_HINT = "delete it and re-run the same mirage run command to write it again"
+
+
+def check_visibility(found: VisibilityMap | None, states: Iterable[str], directory: Path) -> None:
+    """The map covers every state the records name (it is written from the same checkpoints):
+    a map edited to other states is refused, not reported beside the wrong rows."""
+    if found is None:
+        return
+    missing = sorted(set(states) - set(found.states))
+    if missing:
+        raise RunFileError(
+            f"{directory / VISIBILITY_FILE}: has no state {', '.join(missing)} of the records "
+            f"(it names {', '.join(found.states) or 'none'}); {REWRITE_HINT}"
+        )
+    renamed = [name for name, state in found.states.items() if state.state != name]
+    if renamed:
+        raise RunFileError(
+            f"{directory / VISIBILITY_FILE}: state {renamed[0]} holds another state's map; "
+            f"{REWRITE_HINT}"
+        )
 
 
 def write_run_visibility(

@@ -28,9 +28,10 @@ from mirage.cli import (
     serve_model,
 )
 from mirage.cli.logs import configure_logging
-from mirage.cli.options import EXIT_CODES_HELP, paragraphs
+from mirage.cli.options import EXIT_CODES_HELP, OneLineUsageErrors, paragraphs
 
 app = typer.Typer(
+    cls=OneLineUsageErrors,
     name="mirage",
     help=(
         "MIRAGE: does an agent ground its answers in earlier evidence, or only sound as if it does?"

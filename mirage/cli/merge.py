@@ -29,12 +29,14 @@ def merge(
     equal to an unsharded run's. Shards of different studies (pack, depth profile, scoring,
     questions, models, checkpoint hashes, …) are refused with the reason."""
     from harness.kit.results import ResultsLogError
+    from harness.kit.rundir import RunFileError
+    from harness.mirage.checkpoints import CheckpointError
     from harness.mirage.shards import MergeError, merge_shards
     from mirage.cli.run import exit_on_failed_probes
 
     try:
         reports = merge_shards(shards, out)
-    except (MergeError, ResultsLogError) as exc:
+    except (MergeError, ResultsLogError, RunFileError, CheckpointError) as exc:
         raise fail(str(exc)) from exc
     for files in reports:
         typer.echo(f"report: {files.report}")

@@ -10,9 +10,17 @@ from __future__ import annotations
 import inspect
 import re
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
+
+try:  # typer vendors its own click (typer._click); older typers use click itself
+    from typer._click import Context as ClickContext
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import Context as ClickContext  # type: ignore[assignment]
+    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 T = TypeVar("T")
 
@@ -26,6 +34,7 @@ FAMILY = ("--family", "-f")
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 EXIT_CODES_HELP = (
     "Exit status: 0 done; 1 a runtime failure (a model, provider, process or machine check "
     "failed; what was written is kept); 2 a usage error or bad input (an option, a file, a pack)."
@@ -36,6 +45,42 @@ def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code=code)
+
+
+def usage_line(error: click_errors.UsageError) -> str:
+    """A usage error (bad option value, value out of range, unknown option, missing argument)
+    as the one line every other error is: ``error: …``, and where the help is."""
+    where = f" (see {error.ctx.command_path} --help)" if error.ctx is not None else ""
+    return f"error: {error.format_message()}{where}"
+
+
+class OneLineUsageErrors(TyperGroup):
+    """The root group: click's usage errors, which typer draws as a box of five lines, are one
+    ``error:`` line on stderr and exit 2 like the errors the commands raise themselves."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: ClickContext | None = None,
+        **extra: Any,
+    ) -> ClickContext:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click_errors.NoArgsIsHelpError:
+            raise  # the help, shown as it is
+        except click_errors.UsageError as exc:
+            typer.echo(usage_line(exc), err=True)
+            raise typer.Exit(exc.exit_code) from exc
+
+    def invoke(self, ctx: ClickContext) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click_errors.NoArgsIsHelpError:
+            raise
+        except click_errors.UsageError as exc:  # a command's options, or a BadParameter it raised
+            typer.echo(usage_line(exc), err=True)
+            raise typer.Exit(exc.exit_code) from exc
 
 
 def deprecated(old: str, new: str) -> None:

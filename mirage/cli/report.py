@@ -138,6 +138,7 @@ def _report_one(
     directory: Path, profile: ScoringProfile, workspace: Path | None
 ) -> tuple[list[ProbeRecord], ReportFiles]:
     """Write DIR's report; records of another profile are rescored in memory for it."""
+    from harness.kit.rundir import RunFileError
     from harness.mirage.aggregate import MixedProfilesError
     from harness.mirage.report import write_report
 
@@ -160,6 +161,8 @@ def _report_one(
         return records, write_report(directory, records, note=note)
     except MixedProfilesError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    except RunFileError as exc:  # a file the report reads back: nothing was written
+        raise _bad_file(exc) from exc
 
 
 def _comparison_folder(directories: list[Path], explicit: Path | None) -> Path:
@@ -234,7 +237,12 @@ def _page(directory: Path) -> Path:
     if not (directory / RESULTS_FILE).is_file():
         raise typer.BadParameter(f"no {HTML_FILE} in {directory}: run mirage report {directory}")
 
-    return write_report(directory, _read(directory)).html
+    from harness.kit.rundir import RunFileError
+
+    try:
+        return write_report(directory, _read(directory)).html
+    except RunFileError as exc:
+        raise _bad_file(exc) from exc
 
 
 def view(

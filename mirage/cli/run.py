@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.records import ProbeRecord
-from mirage.cli.options import EXIT_FAILURE, MODEL, OUT, SUMMARY_FORMAT, fail
+from mirage.cli.options import EXIT_FAILURE, EXIT_INTERRUPTED, MODEL, OUT, SUMMARY_FORMAT, fail
 
 if TYPE_CHECKING:
     from harness.mirage.report import ReportFiles
@@ -439,16 +439,33 @@ def _execute(
     from harness.kit.diskfull import disk_full
     from harness.mirage.run import MirageRun
 
+    mirage_run = None
     try:
         mirage_run = MirageRun(config, progress, backbones)
         asyncio.run(mirage_run.execute())
         return mirage_run.reports
+    except KeyboardInterrupt as exc:  # Ctrl-C: what is kept, and how to go on, in one line
+        typer.echo(_interrupted_line(mirage_run, config), err=True)
+        raise typer.Exit(code=EXIT_INTERRUPTED) from exc
     except Exception as exc:
         full = disk_full(exc, config.out)  # first: the layers above may have wrapped it
         if full is not None:
             raise fail(full.message(), EXIT_FAILURE) from exc
         _known_failure(exc)
         raise
+
+
+def _interrupted_line(mirage_run: Any, config: RunConfig) -> str:
+    if mirage_run is None:
+        return f"interrupted: nothing written to {config.out} yet; run the same command to start"
+    try:
+        kept, planned = mirage_run.probe_tally()
+    except (OSError, ValueError, RuntimeError):  # a log it cannot read: the resume says
+        return f"interrupted: probes kept in {config.out}; run the same command to resume"
+    return (
+        f"interrupted: {kept} of {planned} probes kept in {config.out}; run the same command "
+        "to resume"
+    )
 
 
 def _known_failure(exc: Exception) -> None:

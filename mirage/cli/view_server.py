@@ -9,18 +9,24 @@ directory listing and no other file of the run folder (results, workspace links)
 path is resolved on every request and refused when it resolves outside the folder, so a
 symlink cannot lead out of it. Only ``Host: 127.0.0.1[:port]`` or ``localhost[:port]`` is
 answered (403 otherwise): a page on another site that rebinds its DNS name to 127.0.0.1 cannot
-read the report.
+read the report. A client that drops its connection (a reset, a tab closed mid-page) is one log
+line (``view.client_dropped``), never a traceback.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import posixpath
+import sys
 from html.parser import HTMLParser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+import structlog
+
+log = structlog.get_logger(__name__)
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
@@ -122,6 +128,15 @@ class ReportServer(ThreadingHTTPServer):
     @property
     def port(self) -> int:
         return int(self.server_address[1])
+
+    def handle_error(self, request: object, client_address: tuple[str, int]) -> None:
+        """A dropped client is one warning line; anything else is the standard report."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):  # reset, broken pipe, aborted
+            host, port = client_address[0], client_address[1]
+            log.warning("view.client_dropped", client=f"{host}:{port}", error=type(error).__name__)
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
     def host_allowed(self, host: str) -> bool:
         allowed = {*LOOPBACK_NAMES, *(f"{name}:{self.port}" for name in LOOPBACK_NAMES)}

@@ -86,7 +86,7 @@ async def test_the_trunk_is_replayed_and_every_state_captured(tmp_path: Path) ->
     window = 16_384
     pack, profile = load_pack("mirage-core"), scaled_profile(window)
     claw = FakeOpenClaw(tmp_path / "ws", base=4_000, compact_at=12_288)
-    family = tmp_path / "family"
+    family = tmp_path / trunk_config(window).family_id()  # a family folder is named so
     driver = OpenClawTrunk(claw, pack, trunk_config(window), profile, family, lambda: "v1")  # type: ignore[arg-type]
     checkpoints = await driver.run()
 
@@ -116,8 +116,8 @@ async def test_the_trunk_is_replayed_and_every_state_captured(tmp_path: Path) ->
 
 async def test_an_edited_checkpoint_is_refused(tmp_path: Path) -> None:
     claw = FakeOpenClaw(tmp_path / "ws", base=4_000, compact_at=12_288)
-    family = tmp_path / "family"
     window = 16_384
+    family = tmp_path / trunk_config(window).family_id()
     driver = OpenClawTrunk(
         claw,
         load_pack("mirage-core"),

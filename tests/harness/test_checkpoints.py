@@ -18,16 +18,34 @@ import pytest
 from harness.mirage.checkpoints import (
     FAMILY_FILE,
     MANIFEST,
+    Checkpoint,
     CheckpointError,
     discard_unfinished_family,
     family_lock,
     load_family,
     mark_family_complete,
     read_checkpoint,
+    write_checkpoint,
 )
-from tests.harness.agents_support import TRUNK, make_checkpoint
+from tests.harness.agents_support import TRUNK as ONE_STATE_TRUNK
+from tests.harness.agents_support import compacted_session
 
 STATES = ["S1-d0", "S2"]
+TRUNK = ONE_STATE_TRUNK.model_copy(
+    update={"states": (("S1-d0", "plant_end", None, 1), ("S2", "compaction", None, 1))}
+)
+
+
+def make_checkpoint(family: Path, state: str) -> Checkpoint:
+    return write_checkpoint(
+        family,
+        compacted_session(),
+        state=state,
+        trunk=TRUNK,
+        trunk_position=3,
+        trunk_turns_total=3,
+        workspace_version=None,
+    )
 
 
 def _family(tmp_path: Path, finished: bool = True) -> Path:
@@ -35,7 +53,7 @@ def _family(tmp_path: Path, finished: bool = True) -> Path:
     for state in STATES:
         make_checkpoint(family, state)
     if finished:
-        mark_family_complete(family, TRUNK, {"turns": 3})
+        mark_family_complete(family, TRUNK, turns=3, states=dict.fromkeys(STATES, 0))
     return family
 
 
@@ -176,7 +194,7 @@ def test_a_second_run_waits_for_the_family_being_built_then_reuses_it(tmp_path: 
         waiter.join(timeout=0.5)
         assert waiter.is_alive() and seen == []  # it waits instead of discarding our work
         make_checkpoint(family, "S2")
-        mark_family_complete(family, TRUNK, {"turns": 3})
+        mark_family_complete(family, TRUNK, turns=3, states=dict.fromkeys(STATES, 0))
     waiter.join(timeout=10)
     (loaded,) = seen
     assert isinstance(loaded, dict) and list(loaded) == STATES

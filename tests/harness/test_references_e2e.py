@@ -173,10 +173,7 @@ async def test_canary_no_reference_output_holds_a_gold_answer(
     for folder in folders:
         records = read_records(folder, ProbeRecord)
         assert any(MARKER in (r.gold.answer or "") for r in records if r.gold)  # planted
-        produced = [
-            json.dumps([r.raw_output, r.model_extra.get("trace", {}).get("reference")])  # type: ignore[union-attr]
-            for r in records
-        ]
+        produced = [json.dumps([r.raw_output, (r.trace or {}).get("reference")]) for r in records]
         produced.append(
             (folder / "calls.jsonl").read_text() if (folder / "calls.jsonl").exists() else ""
         )

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +65,7 @@ def test_corrupted_snapshot_is_refused(tmp_path: Path) -> None:
 def test_foreign_version_and_garbage_are_refused(tmp_path: Path) -> None:
     path = save_snapshot(_session(), tmp_path)
     head, _, payload = path.read_bytes().partition(b"\n")
-    path.write_bytes(head.replace(b'"version":1', b'"version":99') + b"\n" + payload)
+    path.write_bytes(head.replace(b'"version":2', b'"version":99') + b"\n" + payload)
     with pytest.raises(SnapshotError, match="version 99"):
         load_snapshot(path)
     junk = tmp_path / "junk.session"
@@ -70,3 +74,57 @@ def test_foreign_version_and_garbage_are_refused(tmp_path: Path) -> None:
         load_snapshot(junk)
     with pytest.raises(SnapshotError, match="cannot read"):
         load_snapshot(tmp_path / "missing.session")
+
+
+def test_call_latencies_are_data_not_part_of_the_name(tmp_path: Path) -> None:
+    """Two honest builds of one conversation differ in how long each call took: one name."""
+    fast, slow = _session(), _session()
+    slow.session_id = fast.session_id
+    fast.ledger.calls[0].latency_s, slow.ledger.calls[0].latency_s = 0.1347, 0.1476
+    first, second = save_snapshot(fast, tmp_path / "a"), save_snapshot(slow, tmp_path / "b")
+    assert first.name == second.name and first.read_bytes() != second.read_bytes()
+    assert load_snapshot(second).ledger.calls[0].latency_s == 0.1476  # kept as data
+    slow.ledger.calls[0].output_tokens += 1  # anything else is part of the name
+    assert session_hash(slow) != session_hash(fast)
+
+
+def _rewrite(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the payload and recompute the header's byte hash and length (not its name)."""
+    head, _, payload = path.read_bytes().partition(b"\n")
+    session = json.loads(payload)
+    edit(session)
+    body = json.dumps(session).encode()
+    header = {**json.loads(head), "length": len(body)}
+    header["payload_sha256"] = hashlib.sha256(body).hexdigest()
+    path.write_bytes(json.dumps(header).encode() + b"\n" + body)
+
+
+def _as_text(session: dict[str, Any]) -> None:
+    session["config"]["context_window"] = "8192"
+
+
+def _unknown_field(session: dict[str, Any]) -> None:
+    session["ledger"]["calls"][0]["host"] = "box-2"
+
+
+def _other_window(session: dict[str, Any]) -> None:
+    session["config"]["context_window"] = 4096
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (_as_text, "config.context_window: Input should be a valid integer"),
+        (_unknown_field, "ledger.calls.0.host: Extra inputs are not permitted"),
+        (_other_window, "holds a session other than the one its header names"),
+    ],
+)
+def test_an_edited_payload_with_its_byte_hash_recomputed_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], says: str
+) -> None:
+    path = save_snapshot(_session(), tmp_path)
+    _rewrite(path, edit)
+    for restore in (load_snapshot, SnapshotCache().restore):
+        with pytest.raises(SnapshotError, match=says) as caught:
+            restore(path)
+        assert "\n" not in str(caught.value)

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -90,7 +91,9 @@ def test_a_non_loopback_bind_with_an_api_key_serves(tmp_path: Path) -> None:
     assert (refused.status_code, allowed.status_code) == (401, 200)
 
 
-def test_a_client_hanging_up_mid_request_is_one_log_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+def test_a_client_hanging_up_mid_request_is_one_log_line(tmp_path: Path, reset: bool) -> None:
+    """Closed, or reset (RST: a killed client, issue 37): one line, no traceback."""
     log_path = tmp_path / "requests.jsonl"
     with serve_model_with_stderr(log_path, *UNCALLED) as (base_url, stderr):
         port = int(base_url.rsplit(":", 1)[1].split("/")[0])
@@ -101,6 +104,9 @@ def test_a_client_hanging_up_mid_request_is_one_log_line(tmp_path: Path) -> None
             )
             client.sendall(head.encode() + b'{"model": "x", ')
             time.sleep(0.5)
+            if reset:
+                linger = struct.pack("ii", 1, 0)
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not read_request_log(log_path):
             time.sleep(0.2)

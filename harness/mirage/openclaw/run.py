@@ -23,6 +23,7 @@ from harness.mirage.checkpoints import (
     Checkpoint,
     CheckpointManifest,
     TrunkConfig,
+    read_family_record,
 )
 from runtime.backbones.base import LOCAL_PREFIX
 
@@ -75,11 +76,21 @@ def load_openclaw_family(family_dir: Path, states: list[str]) -> dict[str, Check
     """The finished family's checkpoints, each file checked against its manifest's hash."""
     if not (family_dir / FAMILY_FILE).exists():
         return None
+    record, problem = read_family_record(family_dir)
+    if record is not None and sorted(record.states) != sorted(states):
+        problem = f"names states {', '.join(record.states)}, not {', '.join(states)}"
+    if problem is not None:
+        raise OpenClawError(
+            f"{family_dir / FAMILY_FILE}: {problem}; delete {family_dir} to rebuild the OpenClaw "
+            "trunk (records in results.jsonl are kept)"
+        )
     checkpoints = {}
     for state in states:
         directory = family_dir / state
         try:
-            manifest = CheckpointManifest.model_validate_json((directory / MANIFEST).read_bytes())
+            manifest = CheckpointManifest.model_validate_json(
+                (directory / MANIFEST).read_bytes(), strict=True
+            )
             data = (directory / manifest.snapshot).read_bytes()
         except (OSError, ValueError) as exc:
             raise OpenClawError(

@@ -138,9 +138,6 @@ class OpenClawTrunk:
 
     async def run(self, on_turn: Callable[[int, int], None] | None = None) -> dict[str, Checkpoint]:
         checkpoints = await self.driver.run(on_turn)
-        summary = {
-            "turns": self.position,
-            "states": {n: c.manifest.eit for n, c in checkpoints.items()},
-        }
-        mark_family_complete(self.family_dir, self.trunk, summary)
+        states = {n: c.manifest.eit for n, c in checkpoints.items()}
+        mark_family_complete(self.family_dir, self.trunk, turns=self.position, states=states)
         return checkpoints

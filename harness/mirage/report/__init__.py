@@ -33,11 +33,16 @@ from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
 from harness.mirage.records import ProbeRecord
 from harness.mirage.report import tables
 from harness.mirage.report.figures import draw_figures
-from harness.mirage.report.formats import format_rows, formats_section
+from harness.mirage.report.formats import (
+    check_summaries,
+    format_rows,
+    formats_section,
+    read_summaries,
+)
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
 from harness.mirage.retry import failure_summary, failures_section
-from harness.mirage.visibility import read_visibility
+from harness.mirage.visibility import check_visibility, read_visibility
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"
@@ -175,7 +180,11 @@ def write_report(
     ``note`` (e.g. how the records were rescored) goes under the report's scoring line."""
     out = Path(directory)
     records = list(records if records is not None else read_records(out, ProbeRecord))
-    agg = aggregate(records, roles, read_visibility(out))
+    visibility = read_visibility(out)  # every file read back is checked before any is written
+    check_visibility(visibility, (r.state for r in records), out)
+    check_summaries(read_summaries(out), records, out)
+    provenance = run_provenance_of(out)
+    agg = aggregate(records, roles, visibility)
     usages = model_usage(records)
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures({"": agg}, out / FIGURES_DIR)
@@ -192,7 +201,6 @@ def write_report(
     by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
     failures = failure_summary(records)
     failed = {"failed_probes": failures.model_dump(mode="json")}
-    provenance = run_provenance_of(out)
     block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
     _write_json(files.summary, {**block, **agg.summary(), **failed, **usage, **by_format})
     _write_json(files.details, details(agg))

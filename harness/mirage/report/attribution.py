@@ -41,7 +41,7 @@ def attribution_summary(records: Iterable[ProbeRecord]) -> AttributionSummary:
         summary.probes += 1
         summary.agent_errors += record.provider_error is not None
         summary.r_tool += record.path == "R_tool"
-        trace = getattr(record, "trace", None) or {}
+        trace = record.trace or {}
         attribution = trace.get("attribution") if isinstance(trace, dict) else None
         if not isinstance(attribution, dict):
             continue

@@ -139,7 +139,7 @@ def run_facts(directory: Path, records: Sequence[ProbeRecord]) -> RunFacts:
     config = _run_config(directory)
     depth: dict[str, int | None] = {}
     for record in records:
-        eit = (record.model_extra or {}).get("state_eit")
+        eit = record.state_eit
         state = base_state(record.state)  # S2@<format> is S2 under another format
         if depth.get(state) is None:
             depth[state] = eit if isinstance(eit, int) else None

@@ -12,19 +12,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from harness.kit.report.tables import markdown_table
+from harness.kit.rundir import RunFileError
 from harness.kit.stats import Interval
 from harness.mirage.aggregate import Aggregate
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.records import ProbeRecord
+from harness.mirage.visibility import REWRITE_HINT
+from runtime.snapshot import validation_problem
 
 SUMMARIES_FILE = "summaries.json"
 
 
 class FormatSummary(BaseModel):
     """The compaction summary a state's session starts with, and the format that wrote it."""
+
+    model_config = ConfigDict(extra="forbid")
 
     state: str
     summary_format: str
@@ -75,18 +80,33 @@ def write_summaries(directory: Path, summaries: Sequence[FormatSummary]) -> None
 
 
 def read_summaries(directory: Path) -> list[FormatSummary]:
-    """``summaries.json`` of a result folder; none when the run wrote none (one bad file is
-    reported, not fatal: the numbers do not depend on it)."""
+    """``summaries.json`` of a result folder, read strictly; none when the run wrote none. A bad
+    file raises ``RunFileError`` (one line naming it)."""
     path = directory / SUMMARIES_FILE
     if not path.is_file():
         return []
     try:
-        return _SUMMARIES.validate_json(path.read_bytes())
+        return _SUMMARIES.validate_json(path.read_bytes(), strict=True)
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except ValidationError as exc:
-        raise ValueError(
-            f"{path}: not a summaries file ({exc.errors()[0]['msg']}); delete it "
-            "and re-run mirage run on the folder to write it again"
+        raise RunFileError(
+            f"{path}: not a summaries file ({validation_problem(exc)}); {REWRITE_HINT}"
         ) from exc
+
+
+def check_summaries(
+    summaries: Sequence[FormatSummary], records: Iterable[ProbeRecord], directory: Path
+) -> None:
+    """Each summary's state is compacted by the format the records of that state name."""
+    formats = state_formats(records)
+    for summary in summaries:
+        recorded = formats.get(summary.state)
+        if recorded is not None and recorded != summary.summary_format:
+            raise RunFileError(
+                f"{directory / SUMMARIES_FILE}: says {summary.state} was compacted by "
+                f"{summary.summary_format}, its records say {recorded}; {REWRITE_HINT}"
+            )
 
 
 def state_formats(records: Iterable[ProbeRecord]) -> dict[str, str]:

@@ -138,8 +138,7 @@ def probe_view(
     questions: dict[str, str],
     visibility: str | None = None,
 ) -> dict[str, Any]:
-    extra = record.model_extra or {}
-    tag = extra.get("tag")
+    tag = record.tag
     evidence = record.path_evidence
     return {
         "id": "|".join([model, *(str(part) for part in record.key)]),
@@ -170,7 +169,7 @@ def probe_view(
         "cached_tokens": record.usage.cached_tokens,
         "output_tokens": record.usage.output_tokens,
         "latency_s": record.latency_s,
-        "state_eit": extra.get("state_eit"),
+        "state_eit": record.state_eit,
         "scoring": record.scoring,
     }
 

@@ -72,7 +72,7 @@ def _reason(record: ProbeRecord) -> str | None:
 
 def is_reference_record(record: ProbeRecord) -> bool:
     """A record of a reference agent (its trace carries the reference's account)."""
-    trace = (record.model_extra or {}).get("trace")
+    trace = record.trace
     return isinstance(trace, dict) and "reference" in trace
 
 

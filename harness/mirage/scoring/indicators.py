@@ -15,9 +15,16 @@ same under every profile; profiles differ only in how they read the reply and co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from harness.mirage.protocol import DEFAULT_PROFILE, NONE_VALUE, ParseOutcome, ProfileName
 from harness.mirage.scoring.profiles import ScoringProfile, get_profile
@@ -25,6 +32,15 @@ from harness.mirage.scoring.sources import SourceResolver, canonical_source, sam
 from harness.mirage.scoring.values import AnswerType
 
 Indicator = Literal[0, 1]
+
+
+def _array_as_tuple(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+StoredTuple = Annotated[tuple[str, ...], BeforeValidator(_array_as_tuple)]
+"""A tuple of strings that a stored record, read back strictly, holds as a JSON array (the
+record's migrating validator hands its fields on as Python lists); each item stays strict."""
 
 
 class Gold(BaseModel):
@@ -38,12 +54,12 @@ class Gold(BaseModel):
     answer_type: AnswerType = "string"
     tolerance: float | None = Field(default=None, ge=0)
     unit: str | None = None
-    aliases: tuple[str, ...] = ()
+    aliases: StoredTuple = ()
     artifact: str | None = Field(
         default=None,
         description="the artifact the question is about (also for NO questions); schema 3",
     )
-    keywords: tuple[str, ...] = Field(
+    keywords: StoredTuple = Field(
         default=(), description="that artifact's content keywords (the pack's), for the path"
     )
 
