@@ -29,13 +29,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 DEFAULT_FORMAT = "verbatim"
 
 
+SUMMARIZER_SEPARATOR = "~"
+"""``FORMAT~SUMMARIZER``: a summary format written by a summarizer of its own (e.g.
+``free-form~reference/keep-charts``), a branch of ``mirage run``'s formats axis."""
+
+
+def split_format(entry: str) -> tuple[str, str | None]:
+    """(summary format, its own summarizer or None) of a formats-axis entry."""
+    summary_format, separator, summarizer = entry.partition(SUMMARIZER_SEPARATOR)
+    return summary_format, (summarizer if separator else None)
+
+
 def check_format(name: str) -> str:
-    """``name`` if it is a known summary format; a ``template:FILE`` is read and its
-    placeholders checked now. Raises ``UnknownStrategyError`` or ``TemplateError`` (both
-    ``ValueError``) with a one-line reason, so a bad format fails before any work starts."""
+    """``name`` if it is a known summary format (``FORMAT`` or ``FORMAT~SUMMARIZER``); a
+    ``template:FILE`` is read and its placeholders checked now, a reference summarizer's name
+    too. Raises ``UnknownStrategyError``, ``TemplateError`` or ``ValueError`` with a one-line
+    reason, so a bad format fails before any work starts."""
+    from compaction.references import REFERENCE_SUMMARIZER_PREFIX, reference_spec
     from compaction.strategies import get_strategy
 
-    get_strategy(name)
+    summary_format, summarizer = split_format(name)
+    get_strategy(summary_format)
+    if summarizer is not None and not summarizer.strip():
+        raise ValueError(f"summary format {name!r}: give the summarizer after '~'")
+    if summarizer is not None and summarizer.startswith(REFERENCE_SUMMARIZER_PREFIX):
+        reference_spec(summarizer)
     return name
 
 
@@ -75,6 +93,10 @@ class CompactionConfig(BaseModel):
     @field_validator("format")
     @classmethod
     def _format_is_known(cls, value: str) -> str:
+        if split_format(value)[1] is not None:
+            raise ValueError(
+                f"format {value!r}: give the summarizer as summarizer_model, the format alone"
+            )
         return check_format(value)
 
     def effective_window(self, model_window: int) -> int:

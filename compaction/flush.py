@@ -11,17 +11,21 @@ is unchanged; only the notes written to the workspace persist. A reply starting 
 ``NO_REPLY`` (any case) is suppressed. Each flush is recorded in the session (see
 ``flush_records``) with its tool calls, and the backbone calls appear in the ledger with
 purpose ``flush``. Without a ``memory_append`` tool the flush calls no model, writes nothing
-and records ``status="no_tool"``.
+and records ``status="no_tool"``. A reference summarizer (``compaction.references``) writes
+its declared notes itself: each is one ``memory_append`` call through the agent's toolset, and
+no model turn runs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Literal
 
 import structlog
 from pydantic import BaseModel, Field
 
+from compaction.references import NoteWriter
 from runtime.agent import Agent, ToolCallRecord
 from runtime.backbones.base import ProviderError
 from runtime.session import Session
@@ -69,15 +73,21 @@ def _store(session: Session, record: FlushRecord) -> None:
 
 
 async def memory_flush(
-    agent: Agent, context_tokens: int, prompt: str = FLUSH_PROMPT
+    agent: Agent,
+    context_tokens: int,
+    prompt: str = FLUSH_PROMPT,
+    writer: NoteWriter | None = None,
 ) -> FlushRecord:
-    """Run one flush turn on ``agent`` and record it; never raises for provider trouble."""
+    """Run one flush turn on ``agent`` and record it; never raises for provider trouble. With
+    a ``writer`` (a reference summarizer) its notes are appended instead, with no model turn."""
     session = agent.session
     cycle = session.compaction.count
     if MEMORY_TOOL not in {spec.name for spec in agent.tools}:
         record = FlushRecord(
             status="no_tool", context_tokens=context_tokens, compaction_cycle=cycle
         )
+    elif writer is not None:
+        record = await _write_notes(agent, writer, context_tokens, cycle)
     else:
         record = await _flush_turn(agent, context_tokens, cycle, prompt)
     _store(session, record)
@@ -89,6 +99,38 @@ async def memory_flush(
         cycle=cycle,
     )
     return record
+
+
+async def _write_notes(
+    agent: Agent, writer: NoteWriter, context_tokens: int, cycle: int
+) -> FlushRecord:
+    """The writer's notes, each appended with one ``memory_append`` call through the agent's
+    toolset (the same tool a model's flush calls)."""
+    calls = []
+    for note in writer.notes(agent.session.messages):
+        started = time.perf_counter()
+        outcome = await agent.toolset.call(MEMORY_TOOL, {"text": note})
+        calls.append(
+            ToolCallRecord(
+                round=1,
+                label="ok",
+                name=MEMORY_TOOL,
+                arguments={"text": note},
+                executed=not outcome.is_error,
+                result=outcome.text,
+                is_error=outcome.is_error,
+                error=outcome.text if outcome.is_error else None,
+                latency_s=time.perf_counter() - started,
+            )
+        )
+    appended = sum(1 for call in calls if call.executed)
+    return FlushRecord(
+        status="written" if appended else "nothing_written",
+        context_tokens=context_tokens,
+        compaction_cycle=cycle,
+        appended=appended,
+        tool_calls=calls,
+    )
 
 
 async def _flush_turn(agent: Agent, context_tokens: int, cycle: int, prompt: str) -> FlushRecord:

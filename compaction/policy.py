@@ -26,7 +26,8 @@ import structlog
 from compaction.compactor import Reason, compact
 from compaction.config import CompactionBudget, CompactionConfig
 from compaction.errors import CompactionError
-from compaction.flush import FLUSH_PROMPT, memory_flush
+from compaction.flush import FLUSH_PROMPT, FlushRecord, memory_flush
+from compaction.references import NoteWriter
 from compaction.strategies import CompactionStrategy, get_strategy
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, ProviderError
@@ -61,9 +62,9 @@ class CompactionPolicy:
     def summarizer(self, agent: Agent) -> Backbone:
         """The explicit summarizer, else ``config.summarizer_model``, else the agent's own."""
         if self._summarizer is None and self.config.summarizer_model:
-            from runtime.backbones import make_backbone
+            from compaction.references import make_summarizer
 
-            self._summarizer = make_backbone(self.config.summarizer_model)
+            self._summarizer = make_summarizer(self.config.summarizer_model)
         return self._summarizer or agent.backbone
 
     async def after_turn(self, agent: Agent) -> None:
@@ -75,12 +76,19 @@ class CompactionPolicy:
         if self.claim_flush(session, eit, budget):
             self._flushing = True
             try:
-                await memory_flush(agent, eit, self.flush_prompt)
+                await self.flush(agent, eit)
             finally:
                 self._flushing = False
         keep = self.due_compaction(eit, budget)
         if keep is not None:
             await self.compact(agent, reason="threshold", keep_recent_tokens=keep)
+
+    async def flush(self, agent: Agent, eit: int) -> FlushRecord:
+        """The memory flush: a model turn, or the notes of a summarizer that writes its own
+        (a reference summarizer, ``compaction.references.NoteWriter``)."""
+        summarizer = self.summarizer(agent)
+        writer = summarizer if isinstance(summarizer, NoteWriter) else None
+        return await memory_flush(agent, eit, self.flush_prompt, writer)
 
     def claim_flush(self, session: Session, eit: int, budget: CompactionBudget) -> bool:
         """Whether a turn that ended at ``eit`` is followed by the memory flush (flush on, not

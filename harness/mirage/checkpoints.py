@@ -51,6 +51,7 @@ from typing import Literal
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from compaction.config import split_format
 from compaction.strategies import TEMPLATE_PREFIX
 from harness.kit.agents.restore import save_session_point
 from memory_server.store import atomic_write_bytes
@@ -152,7 +153,11 @@ class CheckpointError(Exception):
 
 
 def format_slug(summary_format: str) -> str:
-    """A format as a name part: ``template:path/to/mine.txt`` → ``template-mine``."""
+    """A format as a name part: ``template:path/to/mine.txt`` → ``template-mine``; a format with
+    its own summarizer ``free-form~reference/keep-charts`` → ``free-form.reference-keep-charts``."""
+    plain, summarizer = split_format(summary_format)
+    if summarizer is not None:
+        return f"{format_slug(plain)}.{re.sub(r'[^A-Za-z0-9_-]+', '-', summarizer).strip('-')}"
     if summary_format.startswith(TEMPLATE_PREFIX):
         stem = Path(summary_format[len(TEMPLATE_PREFIX) :]).stem
         return "template-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("_") or "file")

@@ -21,6 +21,15 @@ from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, Prof
 from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
+CALIBRATION_FORMATS: tuple[str, ...] = (
+    "verbatim~reference/keep-charts",
+    "free-form~reference/keep-charts",
+    "per-fact-citations~reference/keep-charts",
+    "verbatim~reference/keep-nothing",
+)
+"""The compaction calibration arms: summary formats written by reference summarizers (their
+retention declared in ``compaction.references``), branched from the pre-compaction state like
+every other format and probed by the reference agents only (docs/references.md)."""
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -81,6 +90,12 @@ class RunConfig(BaseModel):
         min_length=1,
         description="Compaction summary formats; the first is the trunk's own (its S2 is S2), "
         "each other one adds the states S2@<format>, branched from the same pre-compaction state",
+    )
+    calibration: bool | None = Field(
+        default=None,
+        description="Also branch the compaction calibration arms (CALIBRATION_FORMATS: "
+        "reference summarizers with declared retention), probed by the reference agents only; "
+        "default: on when the reference agents run",
     )
     memory_flush: bool = True
     seed: int = 0
@@ -160,12 +175,7 @@ class RunConfig(BaseModel):
         ``references`` is on (by default, when ``models`` was not given)."""
         from harness.mirage.references import REFERENCE_MODELS
 
-        wanted = (
-            self.references
-            if self.references is not None
-            else "models" not in (self.model_fields_set)
-        )
-        if not wanted or self.agent is not None:
+        if not self._references_wanted or self.agent is not None:
             return list(self.models)
         return [*self.models, *(m for m in REFERENCE_MODELS if m not in self.models)]
 
@@ -173,8 +183,27 @@ class RunConfig(BaseModel):
     def primary_format(self) -> str:
         return self.summary_formats[0]
 
+    @property
+    def calibration_formats(self) -> list[str]:
+        """The calibration arms this run adds to its formats (none when off)."""
+        wanted = self.calibration if self.calibration is not None else self._references_wanted
+        if not wanted or self.agent is not None:
+            return []
+        return [arm for arm in CALIBRATION_FORMATS if arm not in self.summary_formats]
+
+    @property
+    def _references_wanted(self) -> bool:
+        if self.references is not None:
+            return self.references
+        return "models" not in self.model_fields_set
+
     @model_validator(mode="after")
     def _agent_options(self) -> RunConfig:
+        if self.calibration and (self.agent is not None or not self._references_wanted):
+            raise ValueError(
+                "--calibration needs the reference agents (its arms are probed by them only): "
+                "add --references, or leave --calibration out"
+            )
         if self.agent is not None:
             agent_spec(self.agent)
         elif self.memory_url or self.agent_model:

@@ -45,6 +45,7 @@ from harness.mirage.checkpoints import (
     mark_family_complete,
     read_checkpoint,
 )
+from compaction.config import split_format
 from harness.mirage.config import RunConfig
 from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.references import is_reference
@@ -154,6 +155,21 @@ class MirageRun:
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
 
+    @property
+    def formats(self) -> list[str]:
+        """The run's summary formats: ``--summary-format``'s, then the calibration arms (when on
+        and the profile has a compaction state)."""
+        arms = self.config.calibration_formats
+        if arms and not any(s.kind == "compaction" for s in self.profile.states):
+            arms = []
+        return [*self.config.summary_formats, *arms]
+
+    def probes_format(self, answerer: str, summary_format: str | None) -> bool:
+        """Whether ``answerer`` is probed on the states of ``summary_format``: the calibration
+        arms are the reference agents' only."""
+        calibration = summary_format in self.config.calibration_formats
+        return not calibration or is_reference(answerer)
+
     def _check_format_axis(self) -> None:
         if len(self.config.summary_formats) == 1:
             return
@@ -177,16 +193,17 @@ class MirageRun:
             return state
         return checkpoint_dir_name(state, summary_format)
 
-    def state_keys(self) -> list[tuple[str, str, str | None]]:
+    def state_keys(self, answerer: str | None = None) -> list[tuple[str, str, str | None]]:
         """(record state, profile state, summary format — None before the first compaction)
-        for every state of this run, in probe order."""
+        for every state of this run (of ``answerer``'s probes, when given), in probe order."""
         keys: list[tuple[str, str, str | None]] = []
         for spec in self.profile.states:
             if spec.kind != "compaction":
                 keys.append((spec.name, spec.name, None))
                 continue
-            for fmt in self.config.summary_formats:
-                keys.append((self.state_key(spec.name, fmt), spec.name, fmt))
+            for fmt in self.formats:
+                if answerer is None or self.probes_format(answerer, fmt):
+                    keys.append((self.state_key(spec.name, fmt), spec.name, fmt))
         return keys
 
     def state_formats(self) -> dict[str, str]:
@@ -202,8 +219,15 @@ class MirageRun:
         """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
         from runtime.backbones import check_model, make_backbone
 
+        from compaction.references import REFERENCE_SUMMARIZER_PREFIX, ReferenceSummarizer
+
         if model in self.backbones:
             return self.backbones[model]
+        if model.startswith(REFERENCE_SUMMARIZER_PREFIX):
+            try:
+                return ReferenceSummarizer(model)
+            except ValueError as exc:
+                raise RunInputError(str(exc)) from exc
         options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
         if self.config.api_base and not model.startswith(LOCAL_PREFIX):
             options["api_base"] = self.config.api_base
@@ -254,14 +278,14 @@ class MirageRun:
         if shared is None:
             return None
         branches = self._existing_branches()
-        if len(branches) < len(self.config.summary_formats):
+        if len(branches) < len(self.formats):
             return None
         return self._by_state_key(shared, branches)
 
     def _existing_branches(self) -> dict[str, dict[str, Checkpoint]]:
         compacted = [s.name for s in self.profile.states if s.kind == "compaction"]
         branches = {}
-        for fmt in self.config.summary_formats:
+        for fmt in self.formats:
             branch = load_branch(self.family_dir, compacted, fmt)
             if branch is not None:
                 branches[fmt] = branch
@@ -274,7 +298,7 @@ class MirageRun:
         with family_lock(family_dir):
             shared = load_family(family_dir, self.shared_states)
             branches = self._existing_branches() if shared is not None else {}
-            missing = [f for f in self.config.summary_formats if f not in branches]
+            missing = [f for f in self.formats if f not in branches]
             if shared is None or missing:
                 shared, built = await self._build_family(trunk, family_dir, index, missing, shared)
                 branches.update(built)
@@ -301,6 +325,7 @@ class MirageRun:
         """The trunk when ``shared`` is None (compacting with ``formats[0]``), then a branch
         for every other format; returns the shared states and the formats' compaction states."""
         from harness.mirage.trunk import branch_formats
+        from memory_server.workspace import Workspace
         from runtime.mcp_client import MCPServerConfig, MCPToolset
 
         models = self._trunk_models(trunk)
@@ -327,6 +352,7 @@ class MirageRun:
                             self.pack,
                             self.profile,
                             self._branch_progress(len(formats)),
+                            Workspace.open(self.workspace).snapshot,
                         )
                     )
         return shared, branches
@@ -347,7 +373,12 @@ class MirageRun:
             if self.config.summarizer == self.config.trunk_model
             else self.backbone(self.config.summarizer, 512)
         )
-        return TrunkModels(trunk_backbone, summarizer)
+        own = {
+            model: self.backbone(model, 512)
+            for model in (split_format(fmt)[1] for fmt in self.formats)
+            if model is not None
+        }
+        return TrunkModels(trunk_backbone, summarizer, own)
 
     def _branch_point(self, family_dir: Path, formats: list[str]) -> Checkpoint:
         folder = family_dir / BRANCH_POINT
@@ -510,7 +541,9 @@ class MirageRun:
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         """Every unfinished probe of one answerer (``model``: a model string, a reference agent,
         or the agent under test as ``answerers`` names it), end to end; its result folder."""
-        return await self.strategy.probe(self, model, checkpoints, index)
+        own = {key for key, _, _ in self.state_keys(model)}
+        mine = {key: cp for key, cp in checkpoints.items() if key in own}
+        return await self.strategy.probe(self, model, mine, index)
 
     async def probe_agent(
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
@@ -608,20 +641,21 @@ class MirageRun:
         from harness.mirage.shards import shard_slice
 
         questions, config = self.questions(), self.config
-        keys = [
-            RecordKey(state, condition, question_id, repeat)
-            for state, _, _ in self.state_keys()
-            for condition in config.conditions
-            for question_id, _, _ in questions
-            for repeat in range(config.repeats)
-        ]
-        planned = set(shard_slice(keys, config.shard))
-        folders = self.result_dirs()
-        kept = 0
-        for folder in folders:
+        kept = total = 0
+        for answerer in self.strategy.answerers():
+            keys = [
+                RecordKey(state, condition, question_id, repeat)
+                for state, _, _ in self.state_keys(answerer)
+                for condition in config.conditions
+                for question_id, _, _ in questions
+                for repeat in range(config.repeats)
+            ]
+            planned = set(shard_slice(keys, config.shard))
+            folder = self.strategy.result_dir(self.out, answerer)
+            total += len(planned)
             if (folder / RESULTS_FILE).is_file():
                 kept += len({r.key for r in read_records(folder, ProbeRecord)} & planned)
-        return kept, len(planned) * len(folders)
+        return kept, total
 
     async def execute(self) -> list[Path]:
         """Every stage; returns the per-model result folders, each with its report (its files

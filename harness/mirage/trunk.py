@@ -16,15 +16,17 @@ trunk and its S1 states are built once (the paper's appendix A.2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import structlog
 
 from compaction.compactor import Reason
-from compaction.config import CompactionConfig
+from compaction.config import CompactionConfig, split_format
+from compaction.flush import FlushRecord
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
+from compaction.references import NoteWriter
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -85,12 +87,14 @@ def compaction_config(
     profile: DepthProfile, summary_format: str, summarizer_model: str, memory_flush: bool
 ) -> CompactionConfig:
     """Compaction budgets on the profile's window; the scaled profile scales the token
-    budgets by window / 120k so compaction lands where it did in the paper (~100k of 120k)."""
+    budgets by window / 120k so compaction lands where it did in the paper (~100k of 120k).
+    ``summary_format`` may name its own summarizer (``FORMAT~SUMMARIZER``)."""
     factor = profile.window / PAPER_WINDOW if profile.name == "scaled" else 1.0
     defaults = CompactionConfig()
+    plain_format, own_summarizer = split_format(summary_format)
     return CompactionConfig(
-        format=summary_format,
-        summarizer_model=summarizer_model,
+        format=plain_format,
+        summarizer_model=own_summarizer or summarizer_model,
         window_cap=profile.window,
         reserve_tokens=round(defaults.reserve_tokens * factor),
         keep_recent_tokens=round(defaults.keep_recent_tokens * factor),
@@ -157,6 +161,7 @@ class TrunkRunner:
         self.driver = TrunkDriver(self, pack, profile, trunk.seed)
         self.branch_point: Checkpoint | None = None
         self.branched_from: str | None = None  # BRANCH_POINT for a format branched later
+        self.flushed: FlushRecord | None = None  # a branch's own flush (reference summarizers)
         self.position = 0
 
     @property
@@ -237,6 +242,10 @@ class TrunkRunner:
         policy, agent = self.agent.policy, self.agent
         assert isinstance(policy, CompactionPolicy)
         keep = policy.budget(agent).keep_recent
+        if policy.config.memory_flush and isinstance(policy.summarizer(agent), NoteWriter):
+            # the trunk model flushed before the branch point; a reference summarizer's own
+            # flush writes its declared notes now, before its compaction
+            self.flushed = await policy.flush(agent, agent.session.ledger.current_eit)
         await policy.compact(agent, reason="threshold", keep_recent_tokens=keep)
         if agent.session.compaction_count == 0:
             failures = agent.session.tool_state.get(FAILURES_STATE_KEY) or [{}]
@@ -263,22 +272,30 @@ async def branch_formats(
     pack: Pack,
     profile: DepthProfile,
     on_branch: Callable[[str], None] | None = None,
+    snapshot: Callable[[], str | None] | None = None,
 ) -> dict[str, dict[str, Checkpoint]]:
     """The compaction states of each format in ``formats``, each from a fresh restore of
     ``branch_point`` (written next to it, in the same family); ``on_branch`` is called with
-    each format once its states are written."""
+    each format once its states are written. A branch whose own flush wrote notes names the
+    workspace version ``snapshot`` gives after it; every other one the branch point's."""
     manifest = branch_point.manifest
     branches: dict[str, dict[str, Checkpoint]] = {}
     for summary_format in formats:
         session = load_snapshot(branch_point.snapshot_path)
         agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
+        runner: TrunkRunner
+
+        def version() -> str | None:
+            wrote = runner.flushed is not None and runner.flushed.appended > 0
+            return snapshot() if wrote and snapshot is not None else manifest.workspace_version
+
         runner = TrunkRunner(
             pack,
             manifest.trunk,
             profile,
             agent,
             branch_point.directory.parent,
-            lambda: manifest.workspace_version,
+            version,
             summary_format,
         )
         runner.position = manifest.trunk_position
@@ -291,10 +308,17 @@ async def branch_formats(
 
 
 class TrunkModels(NamedTuple):
-    """The trunk's model (None: scripted replies) and the compaction summarizer."""
+    """The trunk's model (None: scripted replies), the compaction summarizer, and the
+    summarizers of formats that name their own (``FORMAT~SUMMARIZER`` → backbone)."""
 
     trunk: Backbone | None
     summarizer: Backbone | None
+    own_summarizers: Mapping[str, Backbone] = {}
+
+    def summarizer_of(self, summary_format: str) -> Backbone | None:
+        """The summarizer that writes ``summary_format``."""
+        own = split_format(summary_format)[1]
+        return self.summarizer if own is None else self.own_summarizers[own]
 
 
 def trunk_agent(
@@ -307,7 +331,7 @@ def trunk_agent(
 ) -> Agent:
     """The trunk's agent on ``session``, compacting with ``summary_format``."""
     replay = ReplayBackbone(models.trunk, context_window=profile.window)
-    policy = trunk_policy(trunk, profile, summary_format, models.summarizer)
+    policy = trunk_policy(trunk, profile, summary_format, models.summarizer_of(summary_format))
     check_states_reachable(profile, policy.config.budget(profile.window).threshold)
     return Agent(session, replay, toolset, policy)
 

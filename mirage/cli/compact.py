@@ -28,7 +28,8 @@ def compact_command(
     old_format: Annotated[str | None, typer.Option("--format", hidden=True)] = None,
     summarizer: Annotated[
         str | None,
-        typer.Option("--summarizer", help="Summarizer model (default: the session's own model)."),
+        typer.Option("--summarizer", help="Summarizer model, or a reference summarizer (reference/keep-charts, reference/names-only, reference/keep-nothing; docs/references.md); default: the session's "
+            "own model."),
     ] = None,
     focus: Annotated[
         str | None, typer.Option("--focus", help="Focus instructions for the summary.")
@@ -56,7 +57,7 @@ def compact_command(
     from compaction.compactor import compact_snapshot
     from compaction.errors import CompactionError
     from compaction.strategies import get_strategy
-    from runtime.backbones import make_backbone
+    from compaction.references import make_summarizer
     from runtime.backbones.base import ProviderError
     from runtime.snapshot import SnapshotError, load_snapshot
 
@@ -67,7 +68,7 @@ def compact_command(
     try:
         strategy = get_strategy(summary_format)
         model = summarizer or load_snapshot(session).config.model
-        backbone = make_backbone(model, api_base=api_base, max_output_tokens=budget)
+        backbone = make_summarizer(model, api_base=api_base, max_output_tokens=budget)
         path, record = asyncio.run(
             compact_snapshot(
                 session, out, strategy, backbone, focus=focus, keep_recent_tokens=keep_recent_tokens

@@ -225,6 +225,17 @@ def run(
             "before the first compaction (docs/compaction.md)",
         ),
     ] = ",".join(DEFAULTS.summary_formats),
+    calibration: Annotated[
+        bool | None,
+        typer.Option(
+            "--calibration/--no-calibration",
+            help="Also branch the compaction calibration arms from the pre-compaction state: "
+            "summary formats written by reference summarizers with declared retention "
+            "(S2@verbatim~reference-keep-charts, …; docs/references.md), probed by the "
+            "reference agents only; default: on when the reference agents run",
+            show_default=False,
+        ),
+    ] = None,
     memory_flush: Annotated[
         bool, typer.Option(help="Pre-compaction memory flush")
     ] = DEFAULTS.memory_flush,
@@ -319,6 +330,7 @@ def run(
         repeats=repeats,
         limit=limit or None,
         summary_formats=summary_format,
+        calibration=calibration,
         memory_flush=memory_flush,
         seed=seed,
         out=out,

@@ -12,9 +12,10 @@ or manifests. Each declares its true access path on ``ProbeReply.trace["declared
   source is the top hit's artifact, the value is read (``read_value``) from the snippets of that
   artifact's hits; NO/NONE when nothing fits. Declares ``R_tool``.
 - ``reference/context-reader``: no tools; reads the restored conversation (not the system
-  prompt): the message that mentions an artifact id and shares the most content words with the
-  question (at least ``MIN_SHARED``; the latest wins a tie) is the evidence, its first artifact
-  id the source, the value read from it. Declares ``R_context`` when it answered; when nothing
+  prompt), each message section by section (``reading.sections``: cut where another artifact id
+  is mentioned): the section that shares the most content words with the question (at least
+  ``MIN_SHARED``; the latest wins a tie) is the evidence, its artifact id the source, the value
+  read from it. Declares ``R_context`` when it answered; when nothing
   fits it answers NO/NONE and declares nothing.
 - ``reference/confabulator``: no tools, no reading of evidence; always YES, the source an
   artifact id mentioned in the transcript (picked by a hash of the question; NONE when it saw
@@ -38,6 +39,7 @@ from harness.mirage.references.reading import (
     overlap,
     question_from_probe,
     read_value,
+    sections,
 )
 
 REFERENCE_PREFIX = "reference/"
@@ -137,18 +139,17 @@ class ContextReader(ReferenceAgent):
     async def answer(
         self, restored: RestoredContext, question: str, tag: str
     ) -> tuple[str, RetrievalPath | None, list[ToolCallRecord], dict[str, Any]]:
-        best, best_overlap = None, MIN_SHARED - 1
+        best, source, best_overlap = None, None, MIN_SHARED - 1
         for message in restored.messages:
             if message.get("role") == "system":
                 continue
-            text = message_text(message)
-            shared = overlap(question, text)
-            if artifact_ids(text) and shared >= best_overlap:
-                best, best_overlap = text, shared
+            for artifact_id, text in sections(message_text(message)):
+                shared = overlap(question, text)
+                if shared >= best_overlap:
+                    best, source, best_overlap = text, artifact_id, shared
         value = read_value(question, best) if best is not None else None
-        if best is None or value is None:
+        if best is None or source is None or value is None:
             return protocol_reply(None, None), None, [], {"evidence": None}
-        source = artifact_ids(best)[0]
         note = {"evidence": best[:160], "overlap": best_overlap, "value": value}
         return protocol_reply(source, value), "R_context", [], note
 

@@ -8,6 +8,9 @@ message, the restored transcript, what ``artifact_recall`` returned).
   ``harness.mirage.protocol.templates`` (the public protocol text); the part in the
   ``{question}`` slot is the question. A message no wording matches is the question itself.
 - **Artifact id**: a token ``<kind>_<8 hex digits>`` (the shape of the bundled packs' ids).
+- **Sections** of a text: it is cut where a line mentions an artifact id other than the current
+  section's; each section belongs to the first id of its first line (so one message that
+  carries several artifacts, like a compaction summary, is read artifact by artifact).
 - **Content words** of a text: its words of three or more letters and its numbers, lower-cased,
   a trailing ``'s`` and plural ``s`` removed, minus a short list of function words.
 - **Value** (``read_value``), two rules in order:
@@ -23,6 +26,8 @@ message, the restored transcript, what ``artifact_recall`` returned).
      ``MIN_SHARED``, gives the value: its first number, else its text after the last ``:``
      (at most ``MAX_VALUE_WORDS`` words).
 
+  A trailing citation ``[source: …]`` (the per-fact-citations format's) is not part of a value.
+
   Nothing fits → no value (the agent answers NO/NONE).
 """
 
@@ -31,9 +36,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from compaction.references import ARTIFACT_ID
 from harness.mirage.protocol.templates import QUESTION_SLOT, TEMPLATES
 
-ARTIFACT_ID = re.compile(r"(?<![\w-])([a-z]+_[0-9a-f]{8})(?![\w-])")
 MIN_SHARED = 2
 MAX_VALUE_WORDS = 6
 FUNCTION_WORDS = frozenset(
@@ -85,6 +90,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"[-+−]?\d[\d,]*(?:\.\d+)?%?")
 _CLAUSE_SPLIT = re.compile(r"[;|]")
 _PAIR = re.compile(r"([^:;]+?):\s*(\S[^;]*?)")
+_CITATION = re.compile(r"\s*\[source:[^\]]*\]\s*$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+\.)\s*")
 
 
@@ -115,6 +121,24 @@ def question_from_probe(message: str) -> str:
 def artifact_ids(text: str) -> list[str]:
     """Artifact ids mentioned in ``text``, first mention first, each once."""
     return list(dict.fromkeys(ARTIFACT_ID.findall(text)))
+
+
+def sections(text: str) -> list[tuple[str, str]]:
+    """``text`` cut where a line mentions an artifact id other than the current section's:
+    (the section's artifact id, its text); lines before the first id belong to the first
+    section. A text without ids has none."""
+    found: list[tuple[str, list[str]]] = []
+    prefix: list[str] = []
+    for line in text.splitlines():
+        ids = artifact_ids(line)
+        if ids and (not found or ids[0] != found[-1][0]):
+            found.append((ids[0], [*prefix, line]))
+            prefix = []
+        elif found:
+            found[-1][1].append(line)
+        else:
+            prefix.append(line)
+    return [(artifact_id, "\n".join(lines)) for artifact_id, lines in found]
 
 
 def _word_form(word: str) -> str:
@@ -158,8 +182,12 @@ def _pair_records(lines: list[str]) -> Iterable[Record]:
             yield [(m.group(1), m.group(2)) for m in pairs if m]
 
 
+def _uncited(line: str) -> str:
+    return _CITATION.sub("", line)
+
+
 def records(evidence: str) -> list[Record]:
-    lines = evidence.splitlines()
+    lines = [_uncited(line) for line in evidence.splitlines()]
     return [*_csv_records(lines), *_pair_records(lines)]
 
 
@@ -184,7 +212,7 @@ def cell_value(question: str, evidence: str) -> tuple[bool, str | None]:
 
 
 def _clauses(evidence: str) -> Iterable[str]:
-    for line in evidence.splitlines():
+    for line in map(_uncited, evidence.splitlines()):
         for clause in _CLAUSE_SPLIT.split(_LIST_MARK.sub("", line)):
             if clause.strip():
                 yield clause.strip()
