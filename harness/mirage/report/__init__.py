@@ -6,7 +6,10 @@ over the records of ``DIR/results.jsonl``, and the kit's report building blocks
 probe recorded with a provider or agent error, per state and condition: ``harness.mirage.retry``)
 and ``usage``: tokens (input, cached read, cache write, output) and cost per model
 (``harness.mirage.costs``), and with several summary formats ``summary_formats``
-(``harness.mirage.report.formats``); everything else
+(``harness.mirage.report.formats``), and when the states start with compaction summaries
+``summary_checks`` (degenerate summaries flagged) and ``retention_checks`` (reference
+summarizers' declared retention against the visibility map:
+``harness.mirage.report.summary_checks``); everything else
 a report needs (Wilson intervals, repeats, paths, transitions, drift, deltas) goes to
 ``details.json``.
 """
@@ -41,6 +44,12 @@ from harness.mirage.report.formats import (
 )
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
+from harness.mirage.report.summary_checks import (
+    degenerate_markdown,
+    retention_checks,
+    retention_markdown,
+    summary_checks,
+)
 from harness.mirage.retry import failure_summary, failures_section
 from harness.mirage.visibility import check_visibility, read_visibility
 
@@ -182,7 +191,10 @@ def write_report(
     records = list(records if records is not None else read_records(out, ProbeRecord))
     visibility = read_visibility(out)  # every file read back is checked before any is written
     check_visibility(visibility, (r.state for r in records), out)
-    check_summaries(read_summaries(out), records, out)
+    summaries = read_summaries(out)
+    check_summaries(summaries, records, out)
+    checked = summary_checks(summaries, visibility)
+    retention = retention_checks(summaries, visibility)
     provenance = run_provenance_of(out)
     agg = aggregate(records, roles, visibility)
     usages = model_usage(records)
@@ -202,14 +214,28 @@ def write_report(
     failures = failure_summary(records)
     failed = {"failed_probes": failures.model_dump(mode="json")}
     block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
-    _write_json(files.summary, {**block, **agg.summary(), **failed, **usage, **by_format})
+    compaction = (
+        {
+            "summary_checks": [{**c.model_dump(mode="json"), "line": c.line} for c in checked],
+            "retention_checks": [c.model_dump(mode="json") for c in retention],
+        }
+        if checked
+        else {}
+    )
+    _write_json(
+        files.summary, {**block, **agg.summary(), **failed, **usage, **by_format, **compaction}
+    )
     _write_json(files.details, details(agg))
     sections = render_markdown(agg, figures, note=note, provenance=provenance)
     sections += failures_section(failures)
     sections += formats_section(out, agg, records)
     sections += _usage_section(usages)
     instrument, _ = check_section({answerer_label(out, records): records})
-    sections += _attribution_section(out) + (f"\n{instrument}\n" if instrument else "")
+    flagged = "\n\n".join(
+        part for part in (degenerate_markdown(checked), retention_markdown(retention)) if part
+    )
+    preface = "\n\n".join(part for part in (flagged, instrument) if part)
+    sections += _attribution_section(out) + (f"\n{preface}\n" if preface else "")
     files.report.write_text(sections, encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
@@ -219,6 +245,6 @@ def write_report(
         figures,
         note or "",
         provenance_lines(provenance) if provenance else [],
-        preface=instrument,
+        preface=preface,
     )
     return files

@@ -48,7 +48,17 @@ from harness.mirage.report.formats import (
 )
 from harness.mirage.report.html import answerer_label, write_html
 from harness.mirage.report.instrument import InstrumentCheck, check_section
-from harness.mirage.report.overview import overview
+from harness.mirage.report.overview import READER, overview
+from harness.mirage.report.summary_checks import (
+    RetentionCheck,
+    SummaryCheck,
+    compaction_axis_markdown,
+    degenerate_lines,
+    degenerate_markdown,
+    retention_checks,
+    retention_markdown,
+    summary_checks,
+)
 from harness.mirage.visibility import read_visibility
 
 COMPARISON_MD = "comparison.md"
@@ -103,6 +113,9 @@ class Comparison(BaseModel):
     overview: str = ""  # what the rows show, in words (with reference agents)
     instrument: InstrumentCheck | None = None  # path labels against the references' declared
     provenance_differences: dict[str, dict[str, str]] = {}  # field -> result folder -> value
+    summary_checks: list[SummaryCheck] = []  # every compaction state's summary, flagged or not
+    retention_checks: list[RetentionCheck] = []  # visibility against declared retention
+    compaction_axis: str = ""  # the context-reader's GC per format, and why (markdown)
 
 
 def result_dirs(paths: Sequence[Path]) -> list[Path]:
@@ -443,6 +456,48 @@ def _provenance_section(comparison: Comparison) -> str:
     return "## Provenance differences\n\nWhere the runs' `provenance` blocks differ:\n\n" + table
 
 
+def _compaction_sections(
+    comparison: Comparison,
+    folders: dict[str, Path],
+    aggregates: dict[str, Aggregate],
+    instrument: str,
+) -> str:
+    """The compaction axis added to ``comparison`` (summary checks, the declared-retention
+    check, the context-reader's GC per format); the degenerate summaries also open the
+    overview. Returns the instrument sections with the compaction ones before them."""
+    summaries: dict[str, FormatSummary] = {}
+    visibility: VisibilityMap | None = None
+    for folder in folders.values():
+        for summary in read_summaries(folder):
+            summaries.setdefault(summary.state, summary)
+        found = read_visibility(folder)
+        if found is not None and (visibility is None or len(found.states) > len(visibility.states)):
+            visibility = found
+    listed = list(summaries.values())
+    comparison.summary_checks = summary_checks(listed, visibility)
+    comparison.retention_checks = retention_checks(listed, visibility)
+    reader = aggregates.get(READER)
+    if reader is not None:
+        gc = {
+            state: {condition: cell.GC for condition, cell in cells.items()}
+            for state, cells in reader.states.items()
+        }
+        comparison.compaction_axis = compaction_axis_markdown(
+            gc, listed, visibility, reader.roles.deep
+        )
+    flagged = degenerate_markdown(comparison.summary_checks)
+    lines = degenerate_lines(comparison.summary_checks)
+    if lines and comparison.overview:
+        comparison.overview += "\n\nFlagged: " + "; ".join(lines) + "."
+    parts = [
+        flagged,
+        retention_markdown(comparison.retention_checks),
+        comparison.compaction_axis,
+        instrument,
+    ]
+    return "\n\n".join(part for part in parts if part)
+
+
 def render_comparison(
     comparison: Comparison,
     aggregates: dict[str, Aggregate],
@@ -529,6 +584,7 @@ def write_comparison(
         provenance_differences=provenance_differences(list(answerers)),
     )
     instrument, comparison.instrument = check_section(records)
+    instrument = _compaction_sections(comparison, folders, aggregates, instrument)
     out.mkdir(parents=True, exist_ok=True)
     figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
     files = ComparisonFiles(

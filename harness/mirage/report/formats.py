@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from harness.kit.report.tables import markdown_table
 from harness.kit.rundir import RunFileError
@@ -35,6 +35,12 @@ class FormatSummary(BaseModel):
     summary_format: str
     text: str
     tokens: int
+    summarizer_model: str | None = Field(
+        default=None, description="the model (or reference summarizer) that wrote it"
+    )
+    flush_notes: int = Field(
+        default=0, description="notes the memory flushes of its compaction cycle appended"
+    )
 
 
 class FormatRow(BaseModel):
@@ -55,6 +61,7 @@ _SUMMARIES = TypeAdapter(list[FormatSummary])
 
 def collect_summaries(checkpoints: Mapping[str, Checkpoint]) -> list[FormatSummary]:
     """The summary of every checkpoint a summary format compacted (by record state)."""
+    from compaction.flush import flush_records
     from compaction.transcript import previous_summary
     from runtime.snapshot import load_snapshot
 
@@ -66,9 +73,17 @@ def collect_summaries(checkpoints: Mapping[str, Checkpoint]) -> list[FormatSumma
         session = load_snapshot(checkpoint.snapshot_path)
         text = previous_summary(session.messages[0]) if session.messages else None
         tokens = session.message_tokens[0] if text is not None else 0
+        records = session.compaction.records
+        cycle = session.compaction.count - 1
+        notes = sum(f.appended for f in flush_records(session) if f.compaction_cycle == cycle)
         found.append(
             FormatSummary(
-                state=state, summary_format=summary_format, text=text or "", tokens=tokens
+                state=state,
+                summary_format=summary_format,
+                text=text or "",
+                tokens=tokens,
+                summarizer_model=records[-1].summarizer_model if records else None,
+                flush_notes=notes,
             )
         )
     return found
