@@ -393,6 +393,8 @@ def _print_report(files: ReportFiles, config: RunConfig) -> None:
     folder = files.report.parent
     typer.echo(f"\n## {folder.name} (scoring {config.scoring})\n")
     typer.echo(table1(files.aggregate))
+    for line in files.flagged:
+        typer.echo(f"flagged: {line}")
     if strategy_for(config).attributed:
         from harness.mirage.report.attribution import (
             ATTRIBUTION_FILE,

@@ -90,17 +90,28 @@ def check_model(model: str, api_base: str | None = None) -> None:
     if model.startswith(LOCAL_PREFIX):
         _local_model_known(model)
         return
-    from runtime.offline import quiet_litellm
+    from runtime.backbones.names import provider_known
 
-    litellm = quiet_litellm()
-    try:
-        litellm.get_llm_provider(model, api_base=api_base)
-    except Exception as exc:  # litellm raises a BadRequestError subclass for these
+    known = provider_known(model, api_base)  # litellm's own files, without importing it
+    if known is None:
+        known = _litellm_knows(model, api_base)
+    if not known:
         raise ValueError(
             f"unknown model {model!r}: litellm cannot tell its provider; use provider/name "
             f"(e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, hosted_vllm/NAME "
             f"with --api-base) or an embedded model ({', '.join(LOCAL_MODELS)})"
-        ) from exc
+        )
+
+
+def _litellm_knows(model: str, api_base: str | None) -> bool:
+    """litellm's own answer (importing it: seconds)."""
+    from runtime.offline import quiet_litellm
+
+    try:
+        quiet_litellm().get_llm_provider(model, api_base=api_base)
+    except Exception:  # litellm raises a BadRequestError subclass for these
+        return False
+    return True
 
 
 def _local_model_known(model: str) -> None:

@@ -45,6 +45,7 @@ from harness.mirage.report.formats import (
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
 from harness.mirage.report.summary_checks import (
+    degenerate_lines,
     degenerate_markdown,
     retention_checks,
     retention_markdown,
@@ -66,6 +67,7 @@ class ReportFiles(BaseModel):
     html: Path
     figures: list[Path]
     aggregate: Aggregate
+    flagged: list[str] = []  # the degenerate compaction summaries, in words
 
 
 def _write_json(path: Path, payload: object) -> None:
@@ -207,6 +209,7 @@ def write_report(
         html=out / HTML_FILE,
         figures=figures,
         aggregate=agg,
+        flagged=degenerate_lines(checked),
     )
     usage = {"usage": [u.model_dump(mode="json") for u in usages]}
     rows = format_rows(agg, records)
