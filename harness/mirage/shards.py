@@ -13,7 +13,8 @@ once and shared: copy one shard's ``checkpoints/`` folder into the other shards'
 before they run (a run reuses a finished family). Either way ``mirage merge`` refuses shards
 whose checkpoints differ, so a merged report never mixes two trunks.
 
-Every run writes ``study.json`` (``StudyFile``): its shard, the options that define the study
+Every run writes ``study.json`` (``StudyFile``, and beside it the resolved ``study.toml`` of
+``harness.mirage.study``): its shard, the options that define the study
 (pack, depth profile, scoring, conditions, questions, repeats, seed, models, summary formats,
 …), the pack digest and the checkpoint family. ``mirage merge`` refuses, with a one-line reason,
 shards of different studies (any of those fields, or the checkpoint hashes the records carry),
@@ -116,10 +117,14 @@ def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyF
 
 def write_study(config: RunConfig, pack_root: Path, family: str | None) -> Path:
     """``study.json`` of the run ``config`` (``family``: its checkpoint family, None for
-    OpenClaw)."""
+    OpenClaw), and beside it ``study.toml``, the resolved study file that reruns the run
+    (``harness.mirage.study``)."""
+    from harness.mirage.study import write_study_toml
+
     path = config.out / STUDY_FILE
     study = study_file(config, pack_root, family)
     path.write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_study_toml(config)
     return path
 
 
