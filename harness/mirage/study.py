@@ -138,6 +138,7 @@ def resolved_study(config: RunConfig) -> dict[str, Any]:
         bool(config.calibration_formats) if config.calibration is None else config.calibration
     )
     data["limit"] = config.limit or 0
+    data["shard"] = None if config.shard is None else str(config.shard)
     data["out"] = _absolute(data["out"])
     if data["openclaw_config"] is not None:
         data["openclaw_config"] = _absolute(data["openclaw_config"])
