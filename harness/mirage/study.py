@@ -15,19 +15,18 @@ OUT/study.toml`` plans and builds the same run (same probes, same checkpoint fam
 
 Above: ``mirage run --study`` (``mirage.cli.run``) and ``harness.mirage.shards.write_study``,
 which writes ``study.toml`` beside ``study.json``. Below: ``RunConfig`` (the fields and their
-checks), ``tomllib`` and ``tomli_w``; this module imports nothing heavy, so a bad file is
-refused in well under a second.
+checks) and the kit's ``harness.kit.studyfile`` (TOML in and out); nothing heavy is imported, so
+a bad file is refused in well under a second.
 """
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from harness.kit.studyfile import StudyFileError, check_keys, first_problem, read_toml, toml_text
 from harness.mirage.config import RunConfig
 
 STUDY_TOML = "study.toml"
@@ -42,8 +41,8 @@ _AS_TEXT = frozenset({"shard", "out", "openclaw_config"})
 """Fields written as text in a file (``shard = "1/4"``, paths)."""
 
 
-class StudyError(ValueError):
-    """A study file that cannot be used; the message is one line naming the file and the key."""
+StudyError = StudyFileError
+"""A study file that cannot be used; the message is one line naming the file and the key."""
 
 
 def study_keys() -> list[str]:
@@ -67,14 +66,6 @@ def _key_types() -> type[BaseModel]:
 _KEY_TYPES = _key_types()
 
 
-def _unknown_key(path: Path, key: str) -> StudyError:
-    if key in SECRETS:
-        return StudyError(f"{path}: {key}: keep secrets out of study files; give {SECRETS[key]}")
-    nearest = difflib.get_close_matches(key, study_keys(), n=1, cutoff=0.5)
-    hint = f"did you mean {nearest[0]!r}?" if nearest else "see docs/running.md for the keys"
-    return StudyError(f"{path}: unknown key {key!r}; {hint}")
-
-
 def _checked_pack(path: Path, pack: str) -> None:
     from harness.kit.packfiles import PackFormatError
     from harness.mirage.packs.pack import resolve_pack_path
@@ -89,21 +80,12 @@ def read_study(path: Path) -> dict[str, Any]:
     """The run options the study file ``path`` sets, by ``RunConfig`` field (``limit = 0`` read
     as None, every question); raises ``StudyError`` (one line) for a file that is not TOML, an
     unknown key, a value of the wrong type or a missing pack."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise StudyError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StudyError(f"{path}: not a TOML file ({exc})") from exc
-    for key in data:
-        if key not in _KEY_TYPES.model_fields:
-            raise _unknown_key(path, key)
+    data = read_toml(path)
+    check_keys(path, data, study_keys(), "docs/running.md", SECRETS)
     try:
         typed = _KEY_TYPES.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"])
-        raise StudyError(f"{path}: {key}: {error['msg']}, got {error['input']!r}") from exc
+        raise first_problem(path, exc) from exc
     values = {key: getattr(typed, key) for key in data}
     if "limit" in values:
         values["limit"] = values["limit"] or None
@@ -125,10 +107,11 @@ def _pack_text(pack: str) -> str:
 
 
 def resolved_study(config: RunConfig) -> dict[str, Any]:
-    """``config`` as the keys of a study file: None left out (TOML has no null; a missing key
-    is the default), every question as ``limit = 0``, the output folder and the user's OpenClaw
-    file as absolute paths, a pack folder too, and whether the reference agents and the
-    calibration arms run said outright (their defaults depend on whether models were given)."""
+    """``config`` as the keys of a study file (None values are left out when written: TOML has
+    no null, and a missing key is the default): every question as ``limit = 0``, the output
+    folder, the user's OpenClaw file and a pack folder as absolute paths, and whether the
+    reference agents and the calibration arms run said outright (their defaults depend on
+    whether models were given)."""
     data = config.model_dump(mode="json", exclude={*SECRETS, *NOT_WRITTEN})
     wanted = config.references
     if wanted is None:  # RunConfig's default: on when no model was given
@@ -143,18 +126,16 @@ def resolved_study(config: RunConfig) -> dict[str, Any]:
     if data["openclaw_config"] is not None:
         data["openclaw_config"] = _absolute(data["openclaw_config"])
     data["pack"] = _pack_text(config.pack)
-    return {key: value for key, value in data.items() if value is not None}
+    return data
 
 
 def study_text(config: RunConfig) -> str:
     """The resolved study of ``config`` as a TOML file, under a comment saying how to rerun it."""
-    import tomli_w
-
     head = (
-        '# The resolved study of the run in this folder (docs/running.md, "Study files").\n'
-        "# Rerun or resume it: mirage run --study study.toml (command-line flags override it).\n"
+        'The resolved study of the run in this folder (docs/running.md, "Study files").\n'
+        "Rerun or resume it: mirage run --study study.toml (command-line flags override it)."
     )
-    return head + tomli_w.dumps(resolved_study(config))
+    return toml_text(resolved_study(config), head)
 
 
 def write_study_toml(config: RunConfig) -> Path:
