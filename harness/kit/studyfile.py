@@ -50,11 +50,14 @@ def check_keys(
 
 def first_problem(path: Path, error: ValidationError) -> StudyFileError:
     """A file's validation error as one line: the key (dotted into tables and lists), what is
-    wrong and the value given."""
+    wrong and the value given (a check across keys: what is wrong)."""
     first = error.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "top level"
+    message = str(first["msg"]).removeprefix("Value error, ")
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return StudyFileError(f"{path}: {key}: {first['msg']}, got {first['input']!r}{more}")
+    if not first["loc"]:  # a check across keys: the input is the whole file
+        return StudyFileError(f"{path}: {message}{more}")
+    key = ".".join(str(part) for part in first["loc"])
+    return StudyFileError(f"{path}: {key}: {message}, got {first['input']!r}{more}")
 
 
 def _without_none(value: Any) -> Any:

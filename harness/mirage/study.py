@@ -73,7 +73,8 @@ def _checked_pack(path: Path, pack: str) -> None:
     try:
         resolve_pack_path(pack)
     except PackFormatError as exc:
-        raise StudyError(f"{path}: pack: {pack!r} is not a pack ({exc})") from exc
+        problems = "; ".join(exc.problems)
+        raise StudyError(f"{path}: pack: {pack!r} is not a pack ({problems})") from exc
 
 
 def read_study(path: Path) -> dict[str, Any]:
