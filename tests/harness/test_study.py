@@ -228,7 +228,7 @@ def test_a_run_reruns_from_its_study_toml_on_the_same_checkpoints(
     assert runner.invoke(app, ["run", *args]).exit_code == 0
     study = tmp_path / "run" / "study.toml"
     results = tmp_path / "run" / "reference_retriever" / "results.jsonl"
-    families = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    families = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir() if p.is_dir())
     recorded = results.read_bytes()
     planned = runner.invoke(app, ["run", *args, "--dry-run"])
     replanned = runner.invoke(app, ["run", "--study", str(study), "--dry-run"])
@@ -238,5 +238,8 @@ def test_a_run_reruns_from_its_study_toml_on_the_same_checkpoints(
     assert f"checkpoints of family {family} exist; reused" in replanned.output
     rerun = runner.invoke(app, ["run", "--study", str(study)])
     assert rerun.exit_code == 0, rerun.output
-    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == families
+    assert (
+        sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir() if p.is_dir())
+        == families
+    )
     assert results.read_bytes() == recorded  # nothing probed again
