@@ -54,18 +54,18 @@ from runtime.backbones import (  # noqa: E402
     ProviderError,
     RetryPolicy,
 )
-from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
-from runtime.backbones.llama_child import LlamaKV, LlamaRunner  # noqa: E402
-from runtime.backbones.llama_grammar import gbnf  # noqa: E402
-from runtime.backbones.llama_load import open_llama  # noqa: E402
-from runtime.backbones.llama_wire import (  # noqa: E402
+from runtime.backbones.llama.child import LlamaKV, LlamaRunner  # noqa: E402
+from runtime.backbones.llama.grammar import gbnf  # noqa: E402
+from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
+from runtime.backbones.llama.load import open_llama  # noqa: E402
+from runtime.backbones.llama.wire import (  # noqa: E402
     Generated,
     GenerateRequest,
     ModelSpec,
     Request,
     TokenizeRequest,
 )
-from runtime.backbones.llama_worker import LlamaWorker  # noqa: E402
+from runtime.backbones.llama.worker import LlamaWorker  # noqa: E402
 from runtime.messages import Message, SystemMessage, ToolSpec, UserMessage  # noqa: E402
 from runtime.profiles.structured import json_segment, tool_call_segment  # noqa: E402
 from tests.fakes.openai_server import (  # noqa: E402
@@ -316,7 +316,7 @@ def bench_spin(repeats: int, probes: int = 3) -> dict[str, Any]:
     so a change of the machine's load hits them alike."""
     import llama_cpp  # noqa: F401  (the worker's module; fails early when missing)
 
-    import runtime.backbones.llama_worker as worker_module
+    import runtime.backbones.llama.worker as worker_module
 
     path = str(EmbeddedBackbone().worker().spec.path)
     chooses = worker_module.worker_environment

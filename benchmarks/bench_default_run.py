@@ -47,8 +47,8 @@ from harness.kit.results import ResultsLog
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
 from harness.mirage.trunk import TrunkRunner
-from runtime.backbones.llama_wire import Generated, GenerateRequest
-from runtime.backbones.llama_worker import LlamaWorker
+from runtime.backbones.llama.wire import Generated, GenerateRequest
+from runtime.backbones.llama.worker import LlamaWorker
 from runtime.snapshot import load_snapshot, session_hash
 
 TICKS = os.sysconf("SC_CLK_TCK")

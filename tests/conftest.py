@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runtime.backbones import llama_worker
-from runtime.backbones.llama_wire import ModelSpec
+from runtime.backbones.llama import worker as llama_worker
+from runtime.backbones.llama.wire import ModelSpec
 
 _current: list[pytest.Item] = []
 

@@ -1,9 +1,10 @@
 """The CUE run configuration: memory systems as named configurations, the conditions to run
 (system × image-caption level × audio-caption level), the contrasts to test, the bootstrap.
 
-Above: ``mirage cue run`` (options, or ``--config FILE`` in YAML) and the runner. Below: nothing
-but pydantic. The default configuration is ``harness/cue/data/default-run.yaml``; docs/cue.md
-documents every field.
+Above: ``mirage cue run`` (options, ``--config FILE`` in YAML, or ``--study FILE`` in TOML,
+read strictly) and the runner, which writes the resolved study into the result folder. Below:
+pydantic and the kit's study-file reader (``harness.kit.studyfile``). The default configuration
+is ``harness/cue/data/default-run.yaml``; docs/cue.md documents every field.
 
 A condition is written ``SYSTEM@IMAGE/AUDIO`` (``naive-rag@detailed/split``). A contrast is one
 of ``explicit_vs_implicit`` (within one condition), ``image_level``, ``audio_level`` or
@@ -14,8 +15,9 @@ of ``explicit_vs_implicit`` (within one condition), ``image_level``, ``audio_lev
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -25,6 +27,7 @@ from harness.cue.pack import DEFAULT_PACK
 from harness.cue.schema import AUDIO_LEVELS, IMAGE_LEVELS, AudioLevel, ImageLevel, Setting, Task
 from harness.cue.stats import Difference
 from harness.kit.packfiles import format_validation_error
+from harness.kit.studyfile import StudyFileError
 from runtime.backbones.base import LOCAL_PREFIX
 
 DEFAULT_MODEL = "local/smollm2-135m"
@@ -272,22 +275,77 @@ def load_run_config(path: Path | None, **overrides: object) -> CueRunConfig:
     """The config file (default: the bundled default run) with CLI overrides applied; a problem
     raises ``RunConfigError`` naming the file and the field."""
     source = path or DEFAULT_RUN_CONFIG
+    return _with_overrides(_read_yaml(source), source, overrides)
+
+
+def _read_yaml(source: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise RunConfigError(source, [f"cannot read it: {exc}"], False) from exc
     if not isinstance(raw, dict):
         raise RunConfigError(source, ["expected a mapping at the top level"], False)
+    return raw
+
+
+def _with_default_contrasts(raw: dict[str, Any]) -> None:
+    """Conditions given without contrasts: the default contrasts of those conditions."""
+    conditions = [Condition.parse(str(c)) for c in raw["conditions"]]
+    raw["contrasts"] = [c.model_dump(exclude_none=True) for c in default_contrasts(conditions)]
+
+
+def _with_overrides(raw: dict[str, Any], source: Path, overrides: dict[str, Any]) -> CueRunConfig:
     given = {key: value for key, value in overrides.items() if value is not None}
     raw.update(given)
     try:
         if "conditions" in given and "contrasts" not in given:
-            conditions = [Condition.parse(str(c)) for c in raw["conditions"]]
-            raw["contrasts"] = [
-                c.model_dump(exclude_none=True) for c in default_contrasts(conditions)
-            ]
+            _with_default_contrasts(raw)
         return CueRunConfig.model_validate(raw)
     except ValidationError as exc:
         raise RunConfigError(source, format_validation_error(exc, raw), bool(given)) from exc
     except ValueError as exc:
         raise RunConfigError(source, [f"conditions: {exc}"], bool(given)) from exc
+
+
+def load_study(path: Path, **overrides: object) -> CueRunConfig:
+    """The study file ``path`` (TOML, the keys of ``CueRunConfig``; what it leaves out comes
+    from the bundled default run) with CLI overrides applied. The file is read strictly: an
+    unknown key (named with the nearest valid one), a value of the wrong type (no coercion) or
+    a contrast naming a condition not run raise ``StudyFileError``, one line naming the key."""
+    from harness.kit.studyfile import check_keys, first_problem, read_toml
+
+    study = read_toml(path)
+    check_keys(path, study, CueRunConfig.model_fields, "docs/cue.md", {})
+    raw = {**_read_yaml(DEFAULT_RUN_CONFIG), **study}
+    try:
+        if "conditions" in study and "contrasts" not in study:
+            _with_default_contrasts(raw)
+        CueRunConfig.model_validate_json(json.dumps(raw), strict=True)
+    except ValidationError as exc:
+        raise first_problem(path, exc) from exc
+    except (ValueError, TypeError) as exc:
+        raise StudyFileError(f"{path}: conditions: {exc}") from exc
+    if "pack" in study:
+        _checked_pack(path, study["pack"])
+    return _with_overrides(raw, path, overrides)
+
+
+def _checked_pack(path: Path, pack: str) -> None:
+    from harness.cue.pack import resolve_pack_path
+    from harness.kit.packfiles import PackFormatError
+
+    try:
+        resolve_pack_path(pack)
+    except PackFormatError as exc:
+        problems = "; ".join(exc.problems)
+        raise StudyFileError(f"{path}: pack: {pack!r} is not a pack ({problems})") from exc
+
+
+def study_data(config: CueRunConfig) -> dict[str, Any]:
+    """``config`` as the keys of a study file: the output folder, and a pack given as a
+    folder, as absolute paths."""
+    data = config.model_dump(mode="json")
+    data["out"] = str(config.out.resolve())
+    if Path(config.pack).is_dir():
+        data["pack"] = str(Path(config.pack).resolve())
+    return data

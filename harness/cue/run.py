@@ -8,6 +8,7 @@ keyed results log. Layout of ``--out`` (docs/cue.md):
     workspaces/<label>/        memory-server workspaces (one per profile and caption levels)
     checkpoints/<label>/       empty-session checkpoints handed to an agent under test
     <model>/run.json           the resolved run configuration and the pack's digest
+    <model>/study.toml         the resolved run as a study file (mirage cue run --study)
     <model>/results.jsonl      one CueRecord per (condition, question), append-only
     <model>/summary.json, report.md, figures/
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 RUN_FILE = "run.json"
+STUDY_TOML = "study.toml"
 
 
 class RunFolderError(ValueError):
@@ -141,6 +143,19 @@ class CueRun:
             ),
         }
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        self._write_study()
+
+    def _write_study(self) -> None:
+        """``study.toml``: the resolved study, which ``mirage cue run --study`` reruns."""
+        from harness.cue.config import study_data
+        from harness.kit.studyfile import toml_text
+
+        head = (
+            'The resolved study of this CUE run (docs/cue.md, "Run configuration").\n'
+            "Rerun or resume it: mirage cue run --study study.toml (flags override it)."
+        )
+        study = toml_text(study_data(self.config), head)
+        (self.model_dir / STUDY_TOML).write_text(study, encoding="utf-8")
 
     def _profile_run(
         self, condition: Condition, profile_id: str, questions: list[Question]

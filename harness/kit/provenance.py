@@ -189,7 +189,7 @@ def model_provenance(
         return ModelProvenance(role=role, model=model, provider="backbone given by the caller")
     if model.startswith(LOCAL_PREFIX):
         from runtime.backbones.base import ProviderError
-        from runtime.backbones.local import smollm2_gguf_path
+        from runtime.backbones.llama.backbone import smollm2_gguf_path
 
         try:
             path = smollm2_gguf_path()

@@ -13,7 +13,8 @@ once and shared: copy one shard's ``checkpoints/`` folder into the other shards'
 before they run (a run reuses a finished family). Either way ``mirage merge`` refuses shards
 whose checkpoints differ, so a merged report never mixes two trunks.
 
-Every run writes ``study.json`` (``StudyFile``): its shard, the options that define the study
+Every run writes ``study.json`` (``StudyFile``, and beside it the resolved ``study.toml`` of
+``harness.mirage.study``): its shard, the options that define the study
 (pack, depth profile, scoring, conditions, questions, repeats, seed, models, summary formats,
 …), the pack digest and the checkpoint family. ``mirage merge`` refuses, with a one-line reason,
 shards of different studies (any of those fields, or the checkpoint hashes the records carry),
@@ -116,10 +117,14 @@ def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyF
 
 def write_study(config: RunConfig, pack_root: Path, family: str | None) -> Path:
     """``study.json`` of the run ``config`` (``family``: its checkpoint family, None for
-    OpenClaw)."""
+    OpenClaw), and beside it ``study.toml``, the resolved study file that reruns the run
+    (``harness.mirage.study``)."""
+    from harness.mirage.study import write_study_toml
+
     path = config.out / STUDY_FILE
     study = study_file(config, pack_root, family)
     path.write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_study_toml(config)
     return path
 
 
@@ -325,6 +330,20 @@ def _merged_config(first: Path, out: Path) -> str:
     return json.dumps(config, indent=2)
 
 
+def _write_merged_study(first: Path, out: Path) -> None:
+    """The first shard's resolved ``study.toml`` as the merged, unsharded study in ``out``."""
+    from harness.kit.studyfile import read_toml, toml_text
+    from harness.mirage.study import STUDY_TOML
+
+    if not (first / STUDY_TOML).is_file():
+        return  # a shard written before study files
+    study = read_toml(first / STUDY_TOML)
+    study.pop("shard", None)
+    study["out"] = str(out.resolve())
+    head = f"The study merged from shards into this folder (mirage merge; first shard {first})."
+    (out / STUDY_TOML).write_text(toml_text(study, head), encoding="utf-8")
+
+
 def merge_shards(folders: Sequence[Path], out: Path) -> list[ReportFiles]:
     """Join the shard folders into the run folder ``out`` (refused when it has files) and
     write each result folder's report; returns the reports."""
@@ -356,6 +375,7 @@ def merge_shards(folders: Sequence[Path], out: Path) -> list[ReportFiles]:
     (out / STUDY_FILE).write_text(study.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if (first / RUN_CONFIG).is_file():
         (out / RUN_CONFIG).write_text(_merged_config(first, out), encoding="utf-8")
+    _write_merged_study(first, out)
     folders_out = [_write_folder(name, records, shards, out) for name, records in joined.items()]
     log.info("shards.merged", shards=len(shards), out=str(out), folders=len(folders_out))
     return [write_report(folder) for folder in folders_out]

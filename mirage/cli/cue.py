@@ -47,6 +47,15 @@ def run_command(
         Path | None,
         typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
     ] = None,
+    study: Annotated[
+        Path | None,
+        typer.Option(
+            help="A study file (TOML, the keys of the run config; docs/cue.md), read strictly; "
+            "flags given here override it. Every run writes its resolved study to "
+            "OUT/MODEL/study.toml",
+            dir_okay=False,
+        ),
+    ] = None,
     image_level: Annotated[
         str, typer.Option(help="Image caption level for --system: brief, medium, detailed")
     ] = "detailed",
@@ -77,6 +86,7 @@ def run_command(
 
     run = _make_run(
         config,
+        study,
         pack=pack,
         model=model,
         out=out,
@@ -104,16 +114,20 @@ def run_command(
     typer.echo(f"\nreport: {files.report}\nfinished in {time.perf_counter() - started:.0f} s")
 
 
-def _make_run(config_path: Path | None, **options: Any) -> Any:
-    from harness.cue.config import RunConfigError, load_run_config
+def _make_run(config_path: Path | None, study: Path | None, **options: Any) -> Any:
+    from harness.cue.config import RunConfigError, load_run_config, load_study
     from harness.cue.run import CueRun
     from harness.kit.packfiles import PackFormatError
+    from harness.kit.studyfile import StudyFileError
 
+    if config_path is not None and study is not None:
+        raise fail("give --config (YAML) or --study (TOML), not both")
     overrides = _overrides(**options)
     try:
-        config = load_run_config(config_path, **overrides)
-        return CueRun(config)
-    except (RunConfigError, PackFormatError) as exc:
+        if study is not None:
+            return CueRun(load_study(study, **overrides))
+        return CueRun(load_run_config(config_path, **overrides))
+    except (RunConfigError, PackFormatError, StudyFileError) as exc:
         raise fail(str(exc)) from exc
 
 

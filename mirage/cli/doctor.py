@@ -11,7 +11,7 @@ def doctor() -> None:
     llama.cpp was compiled for, where the weights go (AMX and repacking off), and a short real
     prefill + decode in a child process. Exits 1 on any error, with the fix."""
     from runtime.backbones.doctor import CPUINFO, check_embedded_backbone
-    from runtime.backbones.local import EmbeddedBackbone
+    from runtime.backbones.llama.backbone import EmbeddedBackbone
 
     backbone = EmbeddedBackbone()
     typer.echo(f"mirage doctor · embedded backbone {backbone.model} · {backbone.n_threads} threads")

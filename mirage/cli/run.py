@@ -9,15 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import ValidationError
 
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.records import ProbeRecord
-from mirage.cli.options import EXIT_FAILURE, EXIT_INTERRUPTED, MODEL, OUT, SUMMARY_FORMAT, fail
+from mirage.cli import run_options as ro
+from mirage.cli.options import EXIT_FAILURE, EXIT_INTERRUPTED, fail
 
 if TYPE_CHECKING:
     from harness.mirage.report import ReportFiles
@@ -152,207 +152,57 @@ def _clock_text(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def _conditions(value: str) -> list[str]:
-    items = [item.strip() for item in value.split(",") if item.strip()]
-    unknown = [item for item in items if item not in {"C0", "Cm"}]
-    if not items or unknown:
-        raise typer.BadParameter(f"conditions must be a comma list of C0 and Cm, got {value!r}")
-    return items
-
-
-DEFAULTS = RunConfig.model_construct()
-"""``RunConfig``'s defaults (unvalidated, nothing else set): the API and the command share them."""
-
-
 def run(
-    pack: Annotated[str, typer.Option(help="Bundled pack name or pack folder")] = DEFAULTS.pack,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            *MODEL,
-            help="Answerer model (repeatable); default the embedded SmolLM2. "
-            "reference/retriever, reference/context-reader and reference/confabulator are "
-            "reference agents with known grounding behaviour (docs/references.md)",
-        ),
-    ] = None,
-    references: Annotated[
-        bool | None,
-        typer.Option(
-            "--references/--no-references",
-            help="Also run the three reference agents (seconds; their rows and the instrument "
-            "check open the comparison); default: on when no --model is given",
-            show_default=False,
-        ),
-    ] = None,
-    trunk_model: Annotated[
-        str,
-        typer.Option(
-            help=f"Model that plays the trunk; '{SCRIPTED_TRUNK_MODEL}' replays fixed replies"
-        ),
-    ] = DEFAULTS.trunk_model,
-    summarizer: Annotated[
-        str | None, typer.Option(help="Compaction summarizer model (default: the trunk model)")
-    ] = None,
-    profile: Annotated[str, typer.Option(help="Depth profile: paper or scaled")] = DEFAULTS.profile,
-    scoring: Annotated[
-        str,
-        typer.Option(
-            help="Probe wording and scoring rules: paper (the authors' released scorer) or "
-            "lenient (tolerant; docs/metrics.md)"
-        ),
-    ] = DEFAULTS.scoring,
-    conditions: Annotated[str, typer.Option(help="Comma list of C0, Cm")] = ",".join(
-        DEFAULTS.conditions
-    ),
-    repeats: Annotated[
-        int, typer.Option(min=1, help="Independent repeats per probe")
-    ] = DEFAULTS.repeats,
-    limit: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Questions to use, as whole answerable/unanswerable pairs "
-            "spread over the evidence objects; 0 = every question",
-        ),
-    ] = DEFAULTS.limit or 0,
-    summary_format: Annotated[
-        str,
-        typer.Option(
-            *SUMMARY_FORMAT,
-            help="Compaction summary format (verbatim, free-form, per-fact-citations, "
-            "template:FILE), or a comma list of them: the trunk is built once and every format "
-            "after the first adds the state S2@<format>, branched from the same state right "
-            "before the first compaction (docs/compaction.md)",
-        ),
-    ] = ",".join(DEFAULTS.summary_formats),
-    calibration: Annotated[
-        bool | None,
-        typer.Option(
-            "--calibration/--no-calibration",
-            help="Also branch the compaction calibration arms from the pre-compaction state: "
-            "summary formats written by reference summarizers with declared retention "
-            "(S2@verbatim~reference-keep-charts, …; docs/references.md), probed by the "
-            "reference agents only; default: on when the reference agents run",
-            show_default=False,
-        ),
-    ] = None,
-    memory_flush: Annotated[
-        bool, typer.Option(help="Pre-compaction memory flush")
-    ] = DEFAULTS.memory_flush,
-    seed: Annotated[int, typer.Option(help="Filler sampling seed")] = DEFAULTS.seed,
-    out: Annotated[
-        Path, typer.Option(*OUT, help="Output folder (re-run to resume)")
-    ] = DEFAULTS.out,
-    concurrency: Annotated[
-        int, typer.Option(min=1, help="Probes in flight at once")
-    ] = DEFAULTS.concurrency,
-    adapters: Annotated[bool, typer.Option(help="Pseudo-tool adapters on")] = DEFAULTS.adapters,
-    api_base: Annotated[
-        str | None, typer.Option(help="Base URL for non-local models (OpenAI-compatible)")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            help="Evaluate an agent we did not write instead of --model: "
-            "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint), cmd:PATH (one JSON "
-            "request on stdin, one JSON reply on stdout; docs/own_agent.md) or openclaw (the "
-            "installed OpenClaw, answering with the first --model; docs/openclaw.md)",
-        ),
-    ] = None,
-    agent_model: Annotated[
-        str | None, typer.Option(help="Model name sent to an openai: agent (also the folder)")
-    ] = None,
-    agent_api_key: Annotated[
-        str | None,
-        typer.Option(help="Bearer key for an openai: agent", envvar="MIRAGE_AGENT_API_KEY"),
-    ] = None,
-    agent_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds an agent may take for one probe")
-    ] = DEFAULTS.agent_timeout_s,
-    memory_url: Annotated[
-        str | None,
-        typer.Option(
-            help="Serve the memory server here for the agent (http://HOST:PORT/mcp); each probe "
-            "also gets its own URL .../t/<tag>/mcp, sent as header X-Mirage-Memory-Url",
-        ),
-    ] = None,
-    memory_token: Annotated[
-        str | None,
-        typer.Option(
-            help="Bearer token the memory server requires (needed off loopback)",
-            envvar="MIRAGE_MEMORY_TOKEN",
-        ),
-    ] = None,
-    openclaw_config: Annotated[
-        Path | None,
-        typer.Option(
-            help="With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), "
-            "merged over the generated config and checked by `openclaw config validate`",
-        ),
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            help="Run only shard K of N (K/N) of the study's probes, e.g. on N machines with the "
-            "same flags and their own --out; `mirage merge` joins them (docs/running.md)",
-        ),
-    ] = None,
-    retry_errors: Annotated[
-        bool,
-        typer.Option(
-            help="Re-run exactly the probes recorded with a provider or agent error (same flags "
-            "otherwise), replacing their records atomically; nothing else runs",
-        ),
-    ] = DEFAULTS.retry_errors,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            help="Plan only: probes, input tokens per state (from existing checkpoints, else "
-            "estimated from the pack and the profile), output budget and cost with and "
-            "without prompt caching (litellm's local price map); builds and writes nothing",
-        ),
-    ] = False,
+    ctx: typer.Context,
+    study: ro.Study = None,
+    model: ro.Models = None,
+    references: ro.References = None,
+    trunk_model: ro.TrunkModel = ro.DEFAULTS.trunk_model,
+    summarizer: ro.Summarizer = None,
+    api_base: ro.ApiBase = None,
+    adapters: ro.Adapters = ro.DEFAULTS.adapters,
+    pack: ro.Pack = ro.DEFAULTS.pack,
+    profile: ro.Profile = ro.DEFAULTS.profile,
+    scoring: ro.Scoring = ro.DEFAULTS.scoring,
+    conditions: ro.Conditions = ro.DEFAULT_CONDITIONS,
+    repeats: ro.Repeats = ro.DEFAULTS.repeats,
+    limit: ro.Limit = ro.DEFAULTS.limit or 0,
+    seed: ro.Seed = ro.DEFAULTS.seed,
+    summary_format: ro.SummaryFormats = None,
+    calibration: ro.Calibration = None,
+    memory_flush: ro.MemoryFlush = ro.DEFAULTS.memory_flush,
+    agent: ro.Agent = None,
+    agent_model: ro.AgentModel = None,
+    agent_api_key: ro.AgentApiKey = None,
+    agent_timeout: ro.AgentTimeout = ro.DEFAULTS.agent_timeout_s,
+    memory_url: ro.MemoryUrl = None,
+    memory_token: ro.MemoryToken = None,
+    openclaw_config: ro.OpenclawConfig = None,
+    out: ro.Out = ro.DEFAULTS.out,
+    concurrency: ro.Concurrency = ro.DEFAULTS.concurrency,
+    shard: ro.ShardOption = None,
+    retry_errors: ro.RetryErrors = ro.DEFAULTS.retry_errors,
+    dry_run: ro.DryRun = False,
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
     SmolLM2 model and the three reference agents, 12 questions (6 pairs) under C0 and Cm, and a
-    comparison that opens with what the rows show; --limit 0 uses every question."""
-    given = {"models": model} if model else {}  # unset: the default, with the references
-    config = _config(
-        **given,
-        references=references,
-        pack=pack,
-        trunk_model=trunk_model,
-        summarizer_model=summarizer,
-        profile=profile,
-        scoring=scoring,
-        conditions=_conditions(conditions),
-        repeats=repeats,
-        limit=limit or None,
-        summary_formats=summary_format,
-        calibration=calibration,
-        memory_flush=memory_flush,
-        seed=seed,
-        out=out,
-        concurrency=concurrency,
-        adapters=adapters,
-        api_base=api_base,
-        agent=agent,
-        agent_model=agent_model,
-        agent_api_key=agent_api_key,
-        agent_timeout_s=agent_timeout,
-        memory_url=memory_url,
-        memory_token=memory_token,
-        openclaw_config=openclaw_config,
-        shard=shard,
-        retry_errors=retry_errors,
-    )
+    comparison that opens with what the rows show; --limit 0 uses every question. With --study
+    FILE: the run that file writes down, the flags given here overriding it."""
+    config = _config(study, ro.given_options(ctx))  # the parameters are read through ctx
     if dry_run:
         typer.echo(_plan(config))
         return
     started = time.perf_counter()
     with progress_display() as progress:
         reports = _execute(config, progress)
+    _print_reports(reports, config)
+    typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {config.out}")
+    exit_on_failed_probes([files.report.parent for files in reports])
+
+
+def _print_reports(reports: list[ReportFiles], config: RunConfig) -> None:
+    """Table 1 of each result folder and, with several, the comparison of them."""
     for files in reports:
         _print_report(files, config)
     if len(reports) > 1:
@@ -361,12 +211,10 @@ def run(
 
         folders = [files.report.parent for files in reports]
         answerers = {f: read_records(f, ProbeRecord) for f in folders}
-        compared = write_comparison(answerers, out, allow_incomparable=True)  # marked, not lost
+        compared = write_comparison(answerers, config.out, allow_incomparable=True)  # marked
         if compared.comparison.overview:
             typer.echo("\n" + compared.comparison.overview)
         typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
-    typer.echo(f"\nfinished in {time.perf_counter() - started:.0f} s; results in {out}")
-    exit_on_failed_probes([files.report.parent for files in reports])
 
 
 def exit_on_failed_probes(folders: list[Path]) -> None:
@@ -424,14 +272,33 @@ def progress_display() -> Any:
     return Progress(*columns, console=console)
 
 
-def _config(**fields: Any) -> RunConfig:
-    """The validated run configuration; a bad option is one ``error:`` line and exit 2, before
+def _config(study: Path | None, given: dict[str, Any]) -> RunConfig:
+    """The validated run configuration: ``RunConfig``'s defaults, then the study file's keys,
+    then the flags given; a bad file, key or option is one ``error:`` line and exit 2, before
     any work starts."""
+    from harness.mirage.study import StudyError, read_study
+
+    try:
+        from_file = read_study(study) if study is not None else {}
+    except StudyError as exc:
+        raise fail(str(exc)) from exc
+    fields = {**from_file, **given}
     try:
         return RunConfig(**fields)
     except ValidationError as exc:
-        problems = "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
-        raise fail(problems) from exc
+        problems = (_problem(error, from_file, given, study) for error in exc.errors())
+        raise fail("; ".join(problems)) from exc
+
+
+def _problem(
+    error: Any, from_file: dict[str, Any], given: dict[str, Any], study: Path | None
+) -> str:
+    """One validation problem, naming the study key or the flag it came from."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    field = str(error["loc"][0]) if error["loc"] else None
+    if field is None or field in given or field not in from_file:
+        return f"{ro.flag_of(field)}: {message}" if field else message
+    return f"{study}: {field}: {message}"
 
 
 def _plan(config: RunConfig) -> str:

@@ -20,7 +20,7 @@ from runtime.backbones.base import (
     ToolMode,
 )
 from runtime.backbones.litellm_backbone import LiteLLMBackbone, RetryPolicy
-from runtime.backbones.local import SMOLLM2_MODEL, EmbeddedBackbone
+from runtime.backbones.llama.backbone import SMOLLM2_MODEL, EmbeddedBackbone
 from runtime.backbones.scripted import (
     FunctionBackbone,
     RecordedCall,

@@ -8,7 +8,7 @@ types, with its extra buffer types, AMX and CPU_REPACK, off); and a short real p
 decode in the worker process, so a native crash is reported by its signal.
 
 Above: ``mirage doctor`` (``mirage.cli.doctor``), which prints the checks. Below:
-``runtime.backbones.llama_worker`` (the worker process) and its messages (``llama_wire``).
+``runtime.backbones.llama.worker`` (the worker process) and its messages (``llama_wire``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 from runtime.backbones.base import ProviderError
-from runtime.backbones.llama_wire import Generated, GenerateRequest, WorkerInfo
-from runtime.backbones.llama_worker import LlamaWorker, WorkerCrashed, describe_exit
-from runtime.backbones.local import EmbeddedBackbone, render_chatml
+from runtime.backbones.llama.backbone import EmbeddedBackbone, render_chatml
+from runtime.backbones.llama.wire import Generated, GenerateRequest, WorkerInfo
+from runtime.backbones.llama.worker import LlamaWorker, WorkerCrashed, describe_exit
 
 Status = Literal["ok", "note", "error"]
 CPUINFO = Path("/proc/cpuinfo")

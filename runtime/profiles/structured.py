@@ -1,7 +1,7 @@
 """The parts of a reply a grammar can force: a tool call in a family's own syntax, or JSON.
 
 Above: text-mode backbones that constrain generation (the embedded model's worker turns
-``JsonSegment`` values into a llama.cpp grammar, ``runtime/backbones/llama_grammar.py``).
+``JsonSegment`` values into a llama.cpp grammar, ``runtime/backbones/llama/grammar.py``).
 Below: nothing; the call syntax per style is the one ``runtime.profiles.render`` writes and the
 profile's parser reads.
 

@@ -25,7 +25,7 @@ from runtime.backbones.doctor import (
     cpu_flags,
     trial_check,
 )
-from runtime.backbones.local import EmbeddedBackbone
+from runtime.backbones.llama.backbone import EmbeddedBackbone
 
 # An AVX2-only AMD EPYC guest (this project's CI machines) ...
 EPYC_CPUINFO = """processor\t: 0

@@ -3,7 +3,7 @@ exercised by tests/backbones/test_local.py)."""
 
 from __future__ import annotations
 
-from runtime.backbones.kv_snapshots import KVSnapshot, KVSnapshots
+from runtime.backbones.llama.kv_snapshots import KVSnapshot, KVSnapshots
 
 
 class MemoryKV:

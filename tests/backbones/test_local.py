@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from runtime.backbones import EmbeddedBackbone, ProviderError
-from runtime.backbones.llama_worker import WorkerCrashed, describe_exit
-from runtime.backbones.local import render_chatml
+from runtime.backbones.llama.backbone import render_chatml
+from runtime.backbones.llama.worker import WorkerCrashed, describe_exit
 from runtime.messages import (
     AssistantMessage,
     Message,
@@ -222,9 +222,9 @@ def test_the_model_loads_without_llama_cpps_extra_buffer_types(
 
 @pytest.mark.slow
 def test_the_extra_buffer_type_switch_reaches_llama_cpp() -> None:
-    from runtime.backbones.llama_wire import ModelSpec
-    from runtime.backbones.llama_worker import LlamaWorker
-    from runtime.backbones.local import smollm2_gguf_path
+    from runtime.backbones.llama.backbone import smollm2_gguf_path
+    from runtime.backbones.llama.wire import ModelSpec
+    from runtime.backbones.llama.worker import LlamaWorker
 
     worker = LlamaWorker(ModelSpec(str(smollm2_gguf_path()), 256, 1, extra_buffer_types=True))
     try:
@@ -294,7 +294,7 @@ async def test_a_worker_that_keeps_crashing_is_not_restarted_forever() -> None:
 def test_the_worker_waits_by_the_machines_load_unless_the_user_chose(
     user: dict[str, str], load: float, expected: dict[str, str]
 ) -> None:
-    from runtime.backbones.llama_worker import worker_environment
+    from runtime.backbones.llama.worker import worker_environment
 
     environment = worker_environment({"PATH": "/usr/bin", **user}, load)
     assert {k: v for k, v in environment.items() if "OMP" in k} == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,10 @@ def test_merged_report_equals_the_unsharded_one(runs: dict[str, Path], tmp_path:
     # the merged folder describes the whole study, not a shard
     assert json.loads((merged / "run.json").read_text())["shard"] is None
     assert json.loads((merged / STUDY_FILE).read_text())["shard"] is None
+    merged_study = tomllib.loads((merged / "study.toml").read_text())
+    whole_study = tomllib.loads((runs["whole"] / "study.toml").read_text())
+    assert merged_study.pop("out") == str(merged.resolve())
+    assert merged_study == {key: value for key, value in whole_study.items() if key != "out"}
 
 
 def _copy(source: Path, target: Path) -> Path:

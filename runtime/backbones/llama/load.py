@@ -1,6 +1,6 @@
 """Loading one GGUF model into llama.cpp safely on CPUs that advertise what they cannot run.
 
-Above: the worker's main loop (``runtime/backbones/llama_child.py``) and the benchmarks, through
+Above: the worker's main loop (``runtime/backbones/llama/child.py``) and the benchmarks, through
 ``open_llama``. Below: ``llama_cpp.Llama`` and llama.cpp's low-level model parameters and log
 callback.
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from runtime.backbones.llama_wire import LoadReport, ModelSpec
+from runtime.backbones.llama.wire import LoadReport, ModelSpec
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -1,6 +1,6 @@
 """A llama.cpp grammar (GBNF) for a constrained reply, built in the worker process.
 
-Above: ``LlamaRunner`` (``runtime/backbones/llama_child.py``), which passes the grammar of a
+Above: ``LlamaRunner`` (``runtime/backbones/llama/child.py``), which passes the grammar of a
 ``GenerateRequest``'s segments to llama.cpp's sampler. Below: llama-cpp-python's JSON-schema
 converter (``llama_cpp.llama_grammar.SchemaConverter``, the Python port of llama.cpp's
 ``json-schema-to-grammar``, which llama.cpp's server uses for its tool-call grammars).

@@ -1,10 +1,10 @@
 """The embedded model's worker process: its main loop and what it does with one loaded model.
 
-Above: the parent's ``LlamaWorker`` (``runtime/backbones/llama_worker.py``), which starts this
+Above: the parent's ``LlamaWorker`` (``runtime/backbones/llama/worker.py``), which starts this
 process with ``python -c`` calling ``serve_fd`` and speaks to it with the messages of
-``runtime/backbones/llama_wire.py`` over a socket pair. Below: the model loaded by
-``open_llama`` (``runtime/backbones/llama_load.py``) and the kept KV copies
-(``runtime/backbones/kv_snapshots.py``), reached through ``LlamaKV``.
+``runtime/backbones/llama/wire.py`` over a socket pair. Below: the model loaded by
+``open_llama`` (``runtime/backbones/llama/load.py``) and the kept KV copies
+(``runtime/backbones/llama/kv_snapshots.py``), reached through ``LlamaKV``.
 
 The runner keeps its KV cache between calls, so a prompt sharing a prefix with the previous one
 is not prefilled again (``cached_tokens`` reports the reused prefix), and keeps copies of caches
@@ -21,10 +21,10 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from runtime.backbones.base import ProviderErrorKind
-from runtime.backbones.kv_snapshots import KVSnapshot, KVSnapshots, common_prefix_length
-from runtime.backbones.llama_grammar import GrammarError, gbnf
-from runtime.backbones.llama_load import open_llama
-from runtime.backbones.llama_wire import (
+from runtime.backbones.llama.grammar import GrammarError, gbnf
+from runtime.backbones.llama.kv_snapshots import KVSnapshot, KVSnapshots, common_prefix_length
+from runtime.backbones.llama.load import open_llama
+from runtime.backbones.llama.wire import (
     CHATML_END,
     BuildInfo,
     Failure,

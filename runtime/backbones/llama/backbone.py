@@ -2,7 +2,7 @@
 
 Above: the agent loop, through the ``Backbone`` seam (text tool mode only: the model has no
 native tool slots). Below: one llama.cpp worker process per model file, context size and thread
-count (``runtime/backbones/llama_worker.py``), shared by every backbone in this process. The
+count (``runtime/backbones/llama/worker.py``), shared by every backbone in this process. The
 prompt is rendered as ChatML text here; the worker tokenizes it and runs the low-level
 completion, so llama.cpp keeps the longest common token prefix with the previous evaluation in
 its KV cache: restoring one checkpoint for many probes prefills the shared prefix once. The
@@ -40,8 +40,8 @@ from runtime.backbones.base import (
     ToolMode,
     UnsupportedOption,
 )
-from runtime.backbones.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
-from runtime.backbones.llama_wire import (
+from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
+from runtime.backbones.llama.wire import (
     CHATML_END,
     LLAMA_CPP_TOP_P,
     Generated,
@@ -49,7 +49,7 @@ from runtime.backbones.llama_wire import (
     ModelSpec,
     TokenizeRequest,
 )
-from runtime.backbones.llama_worker import LlamaWorker, worker_for
+from runtime.backbones.llama.worker import LlamaWorker, worker_for
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
@@ -97,7 +97,7 @@ def default_thread_count() -> int:
 
 def kv_snapshot_budget_bytes() -> int:
     """``MIRAGE_KV_SNAPSHOT_MB`` when set, else 1024: the memory a worker may spend on kept
-    copies of its KV cache (``runtime/backbones/kv_snapshots.py``); 0 keeps none."""
+    copies of its KV cache (``runtime/backbones/llama/kv_snapshots.py``); 0 keeps none."""
     megabytes = _whole_number_from_env(
         KV_SNAPSHOT_ENV, DEFAULT_KV_SNAPSHOT_BYTES >> 20, minimum=0, unit=" (MiB; 0: none)"
     )

@@ -1,6 +1,6 @@
 """Copies of the embedded model's KV cache, kept when a call would throw much of it away.
 
-Above: ``LlamaRunner`` (``runtime/backbones/llama_child.py``, in the worker process), which
+Above: ``LlamaRunner`` (``runtime/backbones/llama/child.py``, in the worker process), which
 asks before every call whether to keep the cache it holds and whether a kept copy serves the
 new prompt better. Below: llama.cpp's per-sequence state calls (``llama_state_seq_get_data`` /
 ``llama_state_seq_set_data``), reached only through the runner's ``KVCache`` adapter.

@@ -1,12 +1,12 @@
 """The embedded model's worker process, seen from the parent: start it, call it, survive it.
 
-Above: ``EmbeddedBackbone`` (``runtime/backbones/local.py``) and ``mirage doctor``, through
+Above: ``EmbeddedBackbone`` (``runtime/backbones/llama/backbone.py``) and ``mirage doctor``, through
 ``LlamaWorker.call``. Below: one ``llama_cpp.Llama`` in a child process
-(``runtime/backbones/llama_child.py``, started as ``python -c`` calling ``serve_fd``), spoken to
-with the pickled messages of ``runtime/backbones/llama_wire.py`` over a socket pair
+(``runtime/backbones/llama/child.py``, started as ``python -c`` calling ``serve_fd``), spoken to
+with the pickled messages of ``runtime/backbones/llama/wire.py`` over a socket pair
 (``multiprocessing.connection``). A plain subprocess rather than ``multiprocessing``'s spawn,
 which re-runs the caller's main script and so fails in scripts without a main guard. The child
-loads its model with llama.cpp's extra buffer types off (``runtime/backbones/llama_load.py``:
+loads its model with llama.cpp's extra buffer types off (``runtime/backbones/llama/load.py``:
 the AMX kernels that die with SIGILL on some virtual machines).
 
 A native crash in llama.cpp (SIGILL from an instruction the CPU cannot execute, SIGSEGV, an
@@ -31,9 +31,9 @@ from typing import Any
 
 import structlog
 
-from runtime.backbones import llama_child
 from runtime.backbones.base import ProviderError, UnsupportedOption
-from runtime.backbones.llama_wire import BuildInfo, Failure, ModelSpec, Request, WorkerInfo
+from runtime.backbones.llama import child as llama_child
+from runtime.backbones.llama.wire import BuildInfo, Failure, ModelSpec, Request, WorkerInfo
 
 log = structlog.get_logger(__name__)
 

@@ -1,8 +1,8 @@
 """The messages between the embedded model's parent process and its llama.cpp worker.
 
-Above: ``LlamaWorker`` (``runtime/backbones/llama_worker.py``, the parent side), which sends a
+Above: ``LlamaWorker`` (``runtime/backbones/llama/worker.py``, the parent side), which sends a
 ``ModelSpec`` first and then ``Request`` values. Below: the worker's main loop
-(``runtime/backbones/llama_child.py``), which answers ``BuildInfo`` once llama.cpp is imported,
+(``runtime/backbones/llama/child.py``), which answers ``BuildInfo`` once llama.cpp is imported,
 a ``LoadReport`` (or a ``Failure``) once the model is loaded, and one reply per request: a token
 count, a ``Generated`` or a ``Failure``. Both sides import these classes from this module, so
 they unpickle under the same names in both processes.
