@@ -61,7 +61,7 @@ def test_each_sample_carries_its_probe(tmp_path: Path) -> None:
     assert log.samples is not None
     samples = {(s.id, s.epoch): s for s in log.samples}
     for record in read_records(folder, ProbeRecord):
-        sample = samples[(f"{record.state}.{record.condition}.{record.question_id}", 1)]
+        sample = samples[(record.tag, 1)]
         assert sample.metadata["state"] == record.state
         assert sample.metadata["condition"] == record.condition
         assert sample.metadata["question_id"] == record.question_id

@@ -6,9 +6,10 @@ strictly (``harness.kit.results``), the aggregate ``mirage report`` computes fro
 (question wording), the record-to-score mapping (``harness.mirage.inspect.scores``), and
 Inspect's log API (``inspect_ai.log.write_eval_log``), which writes the file.
 
-One log per answerer folder; one sample per question x state x condition, one epoch per repeat
-(sample id ``STATE.CONDITION.QUESTION``, epoch ``repeat + 1``), its input the probe prompt as
-asked, its output the reply; the provenance block is the eval's metadata. docs/inspect.md.
+One log per answerer folder; one sample per probe (its id the probe's tag
+``STATE.CONDITION.QUESTION.rREPEAT``, as the ``mirage/probe`` task names them), its input the
+probe prompt as asked, its output the reply; the provenance block is the eval's metadata
+(docs/inspect.md).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class ExportError(ValueError):
 
 
 def sample_id(record: ProbeRecord) -> str:
-    return f"{record.state}.{record.condition}.{record.question_id}"
+    """The probe's attribution tag, as the ``mirage/probe`` task names its samples."""
+    return f"{record.state}.{record.condition}.{record.question_id}.r{record.repeat}"
 
 
 def read_result_folder(folder: Path) -> list[ProbeRecord]:
@@ -104,7 +106,7 @@ def probe_sample(record: ProbeRecord, questions: dict[str, str], model: str) -> 
     }
     return EvalSample(
         id=sample_id(record),
-        epoch=record.repeat + 1,
+        epoch=1,
         input=prompt,
         target=gold_target(record.gold),
         messages=[ChatMessageUser(content=prompt), ChatMessageAssistant(content=reply)],
@@ -145,7 +147,7 @@ def eval_log(folder: Path) -> EvalLog:
             name=provenance.pack if provenance else None, samples=len(ids), sample_ids=ids
         ),
         model=model,
-        config=EvalConfig(epochs=agg.runs),
+        config=EvalConfig(),
         packages={"mirage-eval": mirage_version()},
         metadata={"provenance": provenance.model_dump(mode="json") if provenance else None},
     )

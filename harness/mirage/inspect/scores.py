@@ -73,7 +73,7 @@ def record_score(record: ProbeRecord) -> Score:
         answer=record.parsed.answer,
         explanation=reason,
         reason="invalid_response_format" if record.pf else None,
-        metadata={key: dumped[key] for key in keep},
+        metadata={**{key: dumped[key] for key in keep}, "record": dumped},
     )
 
 
