@@ -115,11 +115,8 @@ def test_inspect_eval_finds_mirage_probe(command_folder: Path, tmp_path: Path) -
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     records = read_records(out, ProbeRecord)
     assert len(records) == len(read_records(command_folder, ProbeRecord))
-    assert {r.raw_output for r in records} <= set(REPLIES_SEEN(records))
-
-
-def REPLIES_SEEN(records: list[ProbeRecord]) -> list[str]:  # noqa: N802
-    return [reply_for(r.tag or "") for r in records]
+    assert all(r.raw_output == reply_for(r.tag or "") for r in records)
+    assert {r.model for r in records} == {AGENT_MODEL}
 
 
 SOLVER_FILE = '''
