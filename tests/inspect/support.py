@@ -29,12 +29,34 @@ def reply_for(tag: str) -> str:
     return REPLIES[zlib.crc32(tag.encode()) % len(REPLIES)]
 
 
+def recalls(tag: str) -> bool:
+    """Whether the scripted agent calls ``artifact_recall`` before replying to ``tag``."""
+    return zlib.crc32(tag.encode()) % 2 == 0
+
+
+def query_for(prompt: str) -> str:
+    """The scripted agent's recall query: the prompt's longest line, cut to 100 characters."""
+    return max(prompt.splitlines(), key=len)[:100]
+
+
 AGENT = f"""
-import json, sys, zlib
+import asyncio, json, sys, zlib
+from mcp.client import Client
 REPLIES = {REPLIES!r}
 request = json.load(sys.stdin)
-reply = REPLIES[zlib.crc32(request["tag"].encode()) % len(REPLIES)]
-print(json.dumps({{"reply": reply, "tool_calls": []}}))
+tag = request["tag"]
+reply = REPLIES[zlib.crc32(tag.encode()) % len(REPLIES)]
+calls = []
+if zlib.crc32(tag.encode()) % 2 == 0:
+    query = max(request["message"].splitlines(), key=len)[:100]
+
+    async def recall():
+        async with Client(request["memory_url"]) as client:
+            await client.call_tool("artifact_recall", {{"query": query}})
+
+    asyncio.run(recall())
+    calls = [{{"name": "artifact_recall", "arguments": {{"query": query}}}}]
+print(json.dumps({{"reply": reply, "tool_calls": calls}}))
 """
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from harness.kit.results import read_records
 from harness.mirage.records import ProbeRecord
-from tests.inspect.support import AGENT_MODEL, command_run, reply_for, write_agent
+from tests.inspect.support import AGENT_MODEL, command_run, recalls, reply_for, write_agent
 
 pytest.importorskip("inspect_ai")
 
@@ -32,18 +32,7 @@ def command_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _scripted_solver() -> object:
-    from inspect_ai.model import ChatMessageAssistant, ModelOutput
-    from inspect_ai.solver import Generate, TaskState, solver
-
-    @solver
-    def scripted() -> object:
-        async def solve(state: TaskState, generate: Generate) -> TaskState:
-            reply = reply_for(str(state.sample_id))
-            state.output = ModelOutput.from_content("scripted", reply)
-            state.messages.append(ChatMessageAssistant(content=reply))
-            return state
-
-        return solve
+    from tests.inspect.scripted_solver import scripted
 
     return scripted()
 
@@ -75,8 +64,9 @@ def test_the_task_writes_the_records_the_command_agent_run_writes(
     assert len(written) == len(expected)
     for record in expected:
         assert _comparable(written[record.key]) == _comparable(record), record.tag
-    assert {r.path for r in expected} >= {"R_context"}
+    assert {r.path for r in expected} >= {"R_context", "R_tool"}
     assert any(r.pf for r in expected) and any(r.AC == 1 for r in expected)
+    assert sum(bool(r.tool_calls) for r in expected) == sum(recalls(r.tag or "") for r in expected)
 
     # the log's samples carry the same scores
     for sample in log.samples:
@@ -98,8 +88,7 @@ def _entry_point(site: Path) -> None:
 def test_inspect_eval_finds_mirage_probe(command_folder: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     _entry_point(site)
-    solver = tmp_path / "scripted_solver.py"
-    solver.write_text(SOLVER_FILE)
+    solver = Path(__file__).with_name("scripted_solver.py")
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -117,22 +106,3 @@ def test_inspect_eval_finds_mirage_probe(command_folder: Path, tmp_path: Path) -
     assert len(records) == len(read_records(command_folder, ProbeRecord))
     assert all(r.raw_output == reply_for(r.tag or "") for r in records)
     assert {r.model for r in records} == {AGENT_MODEL}
-
-
-SOLVER_FILE = '''
-from inspect_ai.model import ChatMessageAssistant, ModelOutput
-from inspect_ai.solver import solver
-
-from tests.inspect.support import reply_for
-
-
-@solver
-def scripted():
-    async def solve(state, generate):
-        reply = reply_for(str(state.sample_id))
-        state.output = ModelOutput.from_content("scripted", reply)
-        state.messages.append(ChatMessageAssistant(content=reply))
-        return state
-
-    return solve
-'''
