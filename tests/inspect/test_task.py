@@ -81,7 +81,8 @@ def _entry_point(site: Path) -> None:
     editable install of this checkout may predate it)."""
     info = site / "mirage_inspect_entry-0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mirage-inspect-entry\nVersion: 0\n")
+    metadata = "Metadata-Version: 2.1\nName: mirage-inspect-entry\nVersion: 0\n"
+    (info / "METADATA").write_text(metadata)
     (info / "entry_points.txt").write_text("[inspect_ai]\nmirage = mirage.inspect_tasks\n")
 
 
