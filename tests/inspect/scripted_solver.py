@@ -8,8 +8,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.tool import ToolCall
-from inspect_ai.tool._tool_def import ToolDef
+from inspect_ai.tool import ToolCall, ToolDef
 
 from tests.inspect.support import query_for, recalls, reply_for
 

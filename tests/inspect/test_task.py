@@ -4,6 +4,7 @@ family and the task writes the records ``mirage run --agent cmd:`` writes with t
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from harness.kit.results import read_records
 from harness.mirage.records import ProbeRecord
+from harness.mirage.report import write_report
 from tests.inspect.support import AGENT_MODEL, command_run, recalls, reply_for, write_agent
 
 pytest.importorskip("inspect_ai")
@@ -67,6 +69,16 @@ def test_the_task_writes_the_records_the_command_agent_run_writes(
     assert {r.path for r in expected} >= {"R_context", "R_tool"}
     assert any(r.pf for r in expected) and any(r.AC == 1 for r in expected)
     assert sum(bool(r.tool_calls) for r in expected) == sum(recalls(r.tag or "") for r in expected)
+
+    # its metrics are summary.json's cells, as mirage report computes them from the records
+    summary = json.loads(write_report(out).summary.read_text())
+    assert log.results is not None
+    [score] = log.results.scores
+    for state, conditions in summary["states"].items():
+        for condition, cell in conditions.items():
+            for name in ("AC", "GC", "PF", "R_tool"):
+                metric = score.metrics.get(f"{name}/{state}/{condition}")
+                assert (metric.value if metric else None) == cell[name], (name, state, condition)
 
     # the log's samples carry the same scores
     for sample in log.samples:

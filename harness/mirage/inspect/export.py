@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
-from inspect_ai._util.error import EvalError
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
+    EvalError,
     EvalLog,
     EvalPlan,
     EvalPlanStep,

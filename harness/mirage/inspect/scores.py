@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from inspect_ai.log import EvalMetric, EvalResults, EvalScore
-from inspect_ai.log._log import HeadlineMetric
+from inspect_ai.log import EvalMetric, EvalResults, EvalScore, HeadlineMetric
 from inspect_ai.scorer import Score
 
 from harness.mirage.aggregate import Aggregate
