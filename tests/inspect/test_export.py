@@ -8,19 +8,25 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from harness.kit.results import read_records
 from harness.mirage.records import ProbeRecord
 from harness.mirage.report import write_report
 from mirage.cli import app
+from tests.cli_errors import assert_one_line_error
 from tests.harness.report_support import write_result_folder
 
 inspect_log = pytest.importorskip("inspect_ai.log")
 
 
+def _invoke(*arguments: str) -> Result:
+    return CliRunner().invoke(app, ["export", "inspect", *arguments])
+
+
 def _export(*arguments: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["export", "inspect", *arguments])
+    result = _invoke(*arguments)
     return result.exit_code, result.output
 
 
@@ -83,10 +89,8 @@ def test_each_sample_carries_its_probe(tmp_path: Path) -> None:
 
 def test_a_folder_that_is_not_a_mirage_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    code, output = _export(str(tmp_path / "empty"), "--to", str(tmp_path / "logs"))
-    assert code == 2
-    [line] = output.strip().splitlines()
-    assert line.startswith("error: ") and "not a mirage run" in line
+    result = _invoke(str(tmp_path / "empty"), "--to", str(tmp_path / "logs"))
+    assert_one_line_error(result, "error: ", "not a mirage run", exit_code=2)
     assert not (tmp_path / "logs").exists()
 
 
@@ -97,8 +101,6 @@ def test_a_schema_1_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for field in ("schema_version", "scoring", "prompt_template"):
         old.pop(field)
     (folder / "results.jsonl").write_text("\n".join([json.dumps(old), *lines[1:]]) + "\n")
-    code, output = _export(str(folder), "--to", str(tmp_path / "logs"))
-    assert code == 2
-    [line] = output.strip().splitlines()
-    assert line.startswith("error: ") and "schema-1" in line and "mirage rescore" in line
+    result = _invoke(str(folder), "--to", str(tmp_path / "logs"))
+    assert_one_line_error(result, "error: ", "schema-1", "mirage rescore", exit_code=2)
     assert not (tmp_path / "logs").exists()

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mirage.cli import app
+from tests.cli_errors import assert_one_line_error
 from tests.harness.report_support import write_result_folder
 
 
@@ -29,6 +30,4 @@ def test_export_without_inspect_is_one_line_naming_the_extra(
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "inspect_ai", None)  # an import of it fails
     result = CliRunner().invoke(app, ["export", "inspect", str(folder), "--to", str(tmp_path)])
-    assert result.exit_code == 2
-    [line] = result.output.strip().splitlines()
-    assert line.startswith("error: Inspect is not installed") and '".[inspect]"' in line
+    assert_one_line_error(result, "error: Inspect is not installed", '".[inspect]"', exit_code=2)
