@@ -19,6 +19,7 @@ from mirage.cli import (
     compact,
     cue,
     doctor,
+    export,
     memory,
     merge,
     pack,
@@ -52,6 +53,7 @@ COMMAND_MODULES = (
     report,
     run,
     merge,
+    export,
     agents,
     cue,
 )
