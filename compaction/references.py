@@ -209,7 +209,7 @@ def read_prompt(messages: Sequence[Message]) -> SummaryPrompt:
 
 
 def _between(text: str, start: str, end: str) -> str | None:
-    head, found, rest = text.partition(start)
+    _, found, rest = text.partition(start)
     if not found:
         return None
     return rest.partition(end)[0].strip() or None

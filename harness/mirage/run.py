@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from compaction.config import split_format
 from harness.kit.memory import memory_endpoint
 from harness.kit.rundir import model_slug, pack_digest
 from harness.mirage.checkpoints import (
@@ -45,7 +46,6 @@ from harness.mirage.checkpoints import (
     mark_family_complete,
     read_checkpoint,
 )
-from compaction.config import split_format
 from harness.mirage.config import RunConfig
 from harness.mirage.records import ProbeRecord, RecordKey
 from harness.mirage.references import is_reference
@@ -217,9 +217,8 @@ class MirageRun:
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
         """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
-        from runtime.backbones import check_model, make_backbone
-
         from compaction.references import REFERENCE_SUMMARIZER_PREFIX, ReferenceSummarizer
+        from runtime.backbones import check_model, make_backbone
 
         if model in self.backbones:
             return self.backbones[model]

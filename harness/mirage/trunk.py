@@ -286,7 +286,7 @@ async def branch_formats(
         runner: TrunkRunner
 
         def version() -> str | None:
-            wrote = runner.flushed is not None and runner.flushed.appended > 0
+            wrote = runner.flushed is not None and runner.flushed.appended > 0  # noqa: B023
             return snapshot() if wrote and snapshot is not None else manifest.workspace_version
 
         runner = TrunkRunner(

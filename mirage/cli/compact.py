@@ -28,8 +28,12 @@ def compact_command(
     old_format: Annotated[str | None, typer.Option("--format", hidden=True)] = None,
     summarizer: Annotated[
         str | None,
-        typer.Option("--summarizer", help="Summarizer model, or a reference summarizer (reference/keep-charts, reference/names-only, reference/keep-nothing; docs/references.md); default: the session's "
-            "own model."),
+        typer.Option(
+            "--summarizer",
+            help="Summarizer model, or a reference summarizer (reference/keep-charts, "
+            "reference/names-only, reference/keep-nothing; docs/references.md); default: the "
+            "session's own model.",
+        ),
     ] = None,
     focus: Annotated[
         str | None, typer.Option("--focus", help="Focus instructions for the summary.")
@@ -56,8 +60,8 @@ def compact_command(
     """Compact SESSION into a new snapshot under --out and print its path and token counts."""
     from compaction.compactor import compact_snapshot
     from compaction.errors import CompactionError
-    from compaction.strategies import get_strategy
     from compaction.references import make_summarizer
+    from compaction.strategies import get_strategy
     from runtime.backbones.base import ProviderError
     from runtime.snapshot import SnapshotError, load_snapshot
 

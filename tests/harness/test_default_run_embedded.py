@@ -31,7 +31,8 @@ def test_scripted_trunk_default_run_with_the_real_embedded_model(tmp_path: Path)
 
     folders = {m: out / m.replace("/", "_") for m in [DEFAULT_MODEL, *REFERENCE_MODELS]}
     records = {m: read_records(folder, ProbeRecord) for m, folder in folders.items()}
-    assert all(len(rs) == LIMIT * 4 * 2 for rs in records.values())
+    assert len(records[DEFAULT_MODEL]) == LIMIT * 4 * 2  # questions x states x conditions
+    assert all(len(records[m]) == LIMIT * 8 * 2 for m in REFERENCE_MODELS)  # + 4 calibration arms
     model_records = records[DEFAULT_MODEL]
     assert all(r.model == DEFAULT_MODEL and r.raw_output for r in model_records)
     provenance = json.loads((out / "run.json").read_text())["provenance"]
@@ -46,5 +47,9 @@ def test_scripted_trunk_default_run_with_the_real_embedded_model(tmp_path: Path)
     if failed == len(model_records):  # SmolLM2-135M today: the plain statement of it
         assert f"every one of its {failed} replies failed the protocol" in opening
     assert DEFAULT_MODEL in opening
-    instrument = json.loads((out / "comparison.json").read_text())["instrument"]
-    assert instrument["declared"] > 0
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["instrument"]["declared"] > 0
+    own = [c for c in comparison["summary_checks"] if c["state"] == "S2"]
+    assert [c["summarizer_model"] for c in own] == [DEFAULT_MODEL]  # SmolLM2's own S2 summary
+    flagged = [line for line in result.output.splitlines() if line.startswith("flagged: the S2 ")]
+    assert bool(flagged) == own[0]["degenerate"]  # a degenerate summary is said, never silent

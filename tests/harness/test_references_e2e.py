@@ -45,10 +45,18 @@ def smollm_like(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
     return summary(messages)
 
 
-def _folders(out: Path) -> dict[str, list[ProbeRecord]]:
+def _all_folders(out: Path) -> dict[str, list[ProbeRecord]]:
     return {
         model: read_records(out / model.replace("/", "_"), ProbeRecord)
         for model in [DEFAULT_MODEL, *REFERENCE_MODELS]
+    }
+
+
+def _folders(out: Path) -> dict[str, list[ProbeRecord]]:
+    """The records of the run's own states (the calibration arms, ``S2@…``, left out)."""
+    return {
+        model: [r for r in records if "@" not in r.state]
+        for model, records in _all_folders(out).items()
     }
 
 
@@ -90,7 +98,8 @@ def test_references_behave_as_declared(default_run: tuple[Path, str, float]) -> 
     assert all(r.GC == 1 for r in retriever if r.gold_answerable == "YES")  # charts: cell rule
     assert all(r.HR == 0 for r in retriever if r.gold_answerable == "NO")
     calls = (out / "reference_retriever" / "calls.jsonl").read_text().splitlines()
-    assert len(calls) == len(retriever)  # one real artifact_recall per probe, seen by the server
+    all_probes = _all_folders(out)["reference/retriever"]
+    assert len(calls) == len(all_probes)  # one real artifact_recall per probe, seen by the server
     reader = records["reference/context-reader"]
     before = [r for r in reader if r.state != "S2" and r.gold_answerable == "YES"]
     after = [r for r in reader if r.state == "S2"]
@@ -117,12 +126,43 @@ def test_the_comparison_opens_with_what_the_rows_show(
     assert pf in opening and pf in output
     check = json.loads((out / "comparison.json").read_text())["instrument"]
     by_label = {row["label"]: row for row in check["labels"]}
-    assert by_label["R_tool"]["agreed"] == by_label["R_tool"]["declared"] == 32
+    assert by_label["R_tool"]["agreed"] == by_label["R_tool"]["declared"] == 64  # + the arms
     assert by_label["R_context"]["agreed"] == by_label["R_context"]["declared"]
     listed = sum(len(d["question_ids"]) for d in check["disagreements"])
     assert listed == check["declared"] - check["agreed"] > 0  # S1's available-not-used
     assert "## Instrument check" in comparison
     assert "## Instrument check" in (out / "reference_confabulator" / "report.md").read_text()
+
+
+def test_the_calibration_arms_show_what_each_format_kept(
+    default_run: tuple[Path, str, float],
+) -> None:
+    out, _, _ = default_run
+    records = _all_folders(out)
+    arms = {r.state for r in records["reference/context-reader"] if "@" in r.state}
+    assert len(arms) == 4
+    assert all(len(rs) == LIMIT * 8 * 2 for m, rs in records.items() if m != DEFAULT_MODEL)
+    assert not [r for r in records[DEFAULT_MODEL] if "@" in r.state]  # arms: references only
+    reader = records["reference/context-reader"]
+
+    def gc(state: str) -> set[float | None]:
+        return {r.GC for r in reader if r.state == state and r.gold_answerable == "YES"}
+
+    assert gc("S2@verbatim.reference-keep-charts") == {1}  # kept with their ids: GC holds
+    assert gc("S2@per-fact-citations.reference-keep-charts") == {1}
+    assert 1 not in gc("S2@free-form.reference-keep-charts")  # prose drops the ids: GC falls
+    assert 1 not in gc("S2@verbatim.reference-keep-nothing")
+    comparison = json.loads((out / "comparison.json").read_text())
+    checks = comparison["retention_checks"]
+    assert checks and all(c["agreed"] == c["artifacts"] for c in checks)
+    visibility = json.loads((out / "reference_context-reader" / "visibility.json").read_text())
+    seen = {
+        a["visibility"]
+        for state in visibility["states"].values()
+        for a in state["artifacts"].values()
+    }
+    assert seen == {"verbatim", "summary_only", "notes_only", "nowhere"}
+    assert "## The compaction axis" in (out / "comparison.md").read_text()
 
 
 def test_the_html_pages_carry_the_overview_and_the_instrument_check(

@@ -59,7 +59,7 @@ from harness.mirage.report.summary_checks import (
     retention_markdown,
     summary_checks,
 )
-from harness.mirage.visibility import read_visibility
+from harness.mirage.visibility import VisibilityMap, read_visibility
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
