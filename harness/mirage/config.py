@@ -198,6 +198,23 @@ class RunConfig(BaseModel):
         return "models" not in self.model_fields_set
 
     @model_validator(mode="after")
+    def _reference_roles(self) -> RunConfig:
+        """A ``reference/…`` name is a reference agent as an answerer and a reference
+        summarizer as a summarizer; any other is refused now, before any work."""
+        from compaction.references import REFERENCE_SUMMARIZERS, reference_spec
+        from harness.mirage.references import REFERENCE_MODELS, is_reference
+
+        for model in self.models:
+            if is_reference(model) and model not in REFERENCE_MODELS:
+                role = " is a summarizer (--summarizer)" if model in REFERENCE_SUMMARIZERS else ""
+                raise ValueError(
+                    f"--model {model}{role}: reference agents are {', '.join(REFERENCE_MODELS)}"
+                )
+        if self.summarizer_model is not None and is_reference(self.summarizer_model):
+            reference_spec(self.summarizer_model)
+        return self
+
+    @model_validator(mode="after")
     def _agent_options(self) -> RunConfig:
         if self.calibration and (self.agent is not None or not self._references_wanted):
             raise ValueError(
