@@ -60,6 +60,12 @@ class SummaryCheck(BaseModel):
         return text + (": degenerate, its figures measure no summary" if self.degenerate else "")
 
 
+def summarizer_of(summary: FormatSummary) -> str | None:
+    """Who wrote ``summary``: as recorded, else its format's own (``FORMAT~SUMMARIZER``; a
+    summaries.json written before the summarizer was recorded)."""
+    return summary.summarizer_model or split_format(summary.summary_format)[1]
+
+
 def repetition(text: str) -> tuple[str | None, int]:
     """The token pattern (digits as ``N``) making up at least ``REPEAT_SHARE`` of ``text``'s
     tokens, repeated at least ``MIN_REPEATS`` times, and its count; (None, count) otherwise."""
@@ -80,7 +86,7 @@ def check_summary(summary: FormatSummary, state: StateVisibility | None) -> Summ
     return SummaryCheck(
         state=summary.state,
         summary_format=summary.summary_format,
-        summarizer_model=summary.summarizer_model,
+        summarizer_model=summarizer_of(summary),
         keywords_kept=kept,
         keywords_total=len(set(keywords)),
         repeated_pattern=pattern,
@@ -153,7 +159,7 @@ def retention_checks(
         return []
     checks = []
     for summary in summaries:
-        model = summary.summarizer_model
+        model = summarizer_of(summary)
         state = visibility.states.get(summary.state)
         if model is None or not is_reference_summarizer(model) or state is None:
             continue
@@ -235,7 +241,7 @@ def _why(summary: FormatSummary, check: SummaryCheck, state: StateVisibility | N
     declaration (a reference summarizer) or, for a model's summary, the visibility map."""
     if check.degenerate:
         return f"{check.line}"
-    model = summary.summarizer_model
+    model = summarizer_of(summary)
     artifacts = list(state.artifacts) if state is not None else []
     if model is not None and is_reference_summarizer(model):
         spec = reference_spec(model)
@@ -297,7 +303,7 @@ def compaction_axis_markdown(
             [
                 summary.state,
                 split_format(summary.summary_format)[0],
-                summary.summarizer_model or "—",
+                summarizer_of(summary) or "—",
                 shown,
                 "—" if before is None else f"{before:.0f}%",
                 _why(summary, check, state),
