@@ -74,9 +74,14 @@ class CompactionState(BaseModel):
     flushed_in_cycle: bool = False
 
 
-WALL_CLOCK_FIELDS: dict[str, Any] = {"ledger": {"calls": {"__all__": {"latency_s"}}}}
-"""What differs between two honest builds of one session (how long each call took): kept in a
-snapshot as data, left out of what names it (``Session.identity_json``)."""
+WALL_CLOCK_FIELDS: dict[str, Any] = {
+    "ledger": {"calls": {"__all__": {"latency_s"}}},
+    "tool_state": {"__all__": {"__all__": {"tool_calls": {"__all__": {"latency_s"}}}}},
+}
+"""What differs between two honest builds of one session (how long each call took: the
+ledger's calls, and the tool calls of records kept in ``tool_state``, such as the memory
+flush's ``memory_append`` calls): kept in a snapshot as data, left out of what names it
+(``Session.identity_json``)."""
 
 
 class Session(BaseModel):

@@ -88,6 +88,19 @@ def test_call_latencies_are_data_not_part_of_the_name(tmp_path: Path) -> None:
     assert session_hash(slow) != session_hash(fast)
 
 
+def test_flush_tool_call_latencies_are_data_not_part_of_the_name(tmp_path: Path) -> None:
+    """The memory flush's ``memory_append`` calls, kept in ``tool_state``: their latencies too."""
+    fast, slow = _session(), _session()
+    slow.session_id = fast.session_id
+    for session, seconds in ((fast, 0.0021), (slow, 0.0034)):
+        call = {"name": "memory_append", "arguments": {"text": "n"}, "latency_s": seconds}
+        session.tool_state["compaction_flushes"] = [{"appended": 1, "tool_calls": [call]}]
+    first, second = save_snapshot(fast, tmp_path / "a"), save_snapshot(slow, tmp_path / "b")
+    assert first.name == second.name and first.read_bytes() != second.read_bytes()
+    slow.tool_state["compaction_flushes"][0]["appended"] = 2  # anything else is part of the name
+    assert session_hash(slow) != session_hash(fast)
+
+
 def _rewrite(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     """Edit the payload and recompute the header's byte hash and length (not its name)."""
     head, _, payload = path.read_bytes().partition(b"\n")
