@@ -46,6 +46,7 @@ from harness.kit.agents.builtin import BuiltinAgent
 from harness.kit.results import ResultsLog
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
+from harness.mirage.run.probing import Probing
 from harness.mirage.trunk import TrunkRunner
 from runtime.backbones.llama.wire import Generated, GenerateRequest
 from runtime.backbones.llama.worker import LlamaWorker
@@ -177,7 +178,7 @@ def _install_hooks() -> None:
     _wrap_async(BuiltinAgent, "probe", lambda agent, cp, msg, *, tag: f"probes.{tag.split('.')[0]}")
     _wrap_sync(report_module, "write_report", lambda *a, **k: "report")
     _wrap_sync(MirageRun, "prepare_workspace", lambda *a, **k: "workspace_index")
-    _wrap_async(MirageRun, "probe_model", lambda run, model, *a, **k: f"{ANSWERER}{model}")
+    _wrap_async(Probing, "probe_model", lambda probing, model, *a, **k: f"{ANSWERER}{model}")
     _wrap_sync(LlamaWorker, "_handshake", lambda *a, **k: "model_load")
     original_call = LlamaWorker.call
 

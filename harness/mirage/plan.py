@@ -198,7 +198,7 @@ class _ReplayedTrunk:
         from runtime.factory import new_session
         from runtime.session import AgentConfig
 
-        trunk = run.trunk_config()
+        trunk = run.family.trunk_config()
         self.run, self.profile, self.generated = run, run.profile, trunk_backbone is not None
         replay = ReplayBackbone(trunk_backbone, context_window=self.profile.window)
         config = AgentConfig(
@@ -274,7 +274,7 @@ class _ReplayedTrunk:
         )
 
     def replay(self) -> TrunkReplay:
-        seed = self.run.trunk_config().seed
+        seed = self.run.family.trunk_config().seed
         driver = TrunkDriver(self, self.run.pack, self.profile, seed)
         self.result.sessions = run_without_loop(driver.run())
         self.result.turns = self.position
@@ -289,9 +289,9 @@ def plan_run(run: MirageRun) -> RunPlan:
     unreachable state."""
     from runtime.snapshot import load_snapshot
 
-    family = run.trunk_config().family_id()
+    family = run.family.trunk_config().family_id()
     with bad_files_reported():
-        existing = run.existing_checkpoints()
+        existing = run.family.existing()
     if existing is not None:
         sessions = {state: load_snapshot(cp.snapshot_path) for state, cp in existing.items()}
         eits: dict[str, int | None] = {s: cp.manifest.eit for s, cp in existing.items()}

@@ -45,7 +45,7 @@ class MirageRunLike(Protocol):
     profile: Any
     backbones: dict[str, Any]
 
-    def trunk_config(self) -> Any: ...
+    family: Any  # its ``trunk_config()`` names the pack digest
 
     def questions(self) -> list[tuple[str, str, Any]]: ...
 
@@ -72,7 +72,7 @@ def run_provenance(run: MirageRunLike) -> Provenance:
     return Provenance(
         **machine_fields(),  # type: ignore[arg-type]
         pack=run.pack.name,
-        pack_digest=run.trunk_config().pack_digest,
+        pack_digest=run.family.trunk_config().pack_digest,
         questions=len(questions),
         questions_digest=json_digest(asked),
         models=_models(run),

@@ -340,7 +340,7 @@ def _interrupted_line(mirage_run: Any, config: RunConfig) -> str:
     if mirage_run is None:
         return f"interrupted: nothing written to {config.out} yet; run the same command to start"
     try:
-        kept, planned = mirage_run.probe_tally()
+        kept, planned = mirage_run.probing.tally()
     except (OSError, ValueError, RuntimeError):  # a log it cannot read: the resume says
         return f"interrupted: probes kept in {config.out}; run the same command to resume"
     return (

@@ -115,7 +115,7 @@ async def test_one_trunk_one_s2_per_format_and_the_report_shows_them(tmp_path: P
     run = _run(tmp_path / "run", FORMATS, summarizer)
     [folder] = await run.execute()
 
-    family = run.family_dir
+    family = run.family.directory
     assert list((tmp_path / "run" / "checkpoints").glob("*/")) == [family]  # one family
     folders = sorted(p.name for p in family.iterdir() if p.is_dir())
     assert folders == [
@@ -124,7 +124,7 @@ async def test_one_trunk_one_s2_per_format_and_the_report_shows_them(tmp_path: P
         BRANCH_POINT,
     ]  # fmt: skip
     assert summarizer.calls == 3  # the trunk ran once: one compaction per format, no replay
-    checkpoints = run.existing_checkpoints()
+    checkpoints = run.family.existing()
     assert checkpoints is not None and list(checkpoints) == [
         "S1-d0", "S1-d50k", "S1-d80k", "S2", "S2@free-form", "S2@per-fact-citations",
     ]  # fmt: skip
@@ -169,7 +169,7 @@ async def test_a_format_added_later_branches_and_equals_the_inline_one(tmp_path:
     await _run(out, "verbatim", summarizer).execute()
     assert summarizer.calls == 1
     first = _run(out, "verbatim", summarizer)
-    inline = first.existing_checkpoints()
+    inline = first.family.existing()
     assert inline is not None
     inline_s2 = load_snapshot(inline["S2"].snapshot_path)
 
@@ -180,10 +180,10 @@ async def test_a_format_added_later_branches_and_equals_the_inline_one(tmp_path:
     assert len([r for r in records if r.state == "S2@free-form"]) == 2
     assert len(records) == 2 * 5
 
-    shutil.rmtree(run.family_dir / "S2@verbatim")  # rebuild it as a branch
+    shutil.rmtree(run.family.directory / "S2@verbatim")  # rebuild it as a branch
     await _run(out, "verbatim,free-form", summarizer).execute()
     assert summarizer.calls == 3
-    rebuilt = run.existing_checkpoints()
+    rebuilt = run.family.existing()
     assert rebuilt is not None
     branched_s2 = load_snapshot(rebuilt["S2"].snapshot_path)
     assert [m.model_dump() for m in branched_s2.messages] == [

@@ -79,7 +79,7 @@ class ProbeSession:
 
         self.name = name
         self.run = MirageRun(run_options(run))
-        checkpoints = self.run.existing_checkpoints()
+        checkpoints = self.run.family.existing()
         if checkpoints is None:
             raise TaskInputError(
                 f"{run} has no finished checkpoint family: build it with mirage run first"

@@ -61,7 +61,7 @@ def openclaw_trunk(
     run: RunStages, install: OpenClawInstall, user: dict[str, Any] | None
 ) -> TrunkConfig:
     answer = run.config.models[0]
-    return run.trunk_config().model_copy(
+    return run.family.trunk_config().model_copy(
         update={
             "trunk_model": f"openclaw-{install.version}+config-{config_digest(user)}",
             "summary_format": "openclaw",

@@ -18,56 +18,36 @@ which answerers it prices. Below, one module per kind:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harness.kit.agents.base import AgentUnderTest
-    from harness.kit.memory import MemoryEndpoint
-    from harness.mirage.checkpoints import Checkpoint, TrunkConfig
+    from harness.mirage.checkpoints import Checkpoint
     from harness.mirage.config import RunConfig
     from harness.mirage.packs import Pack
+    from harness.mirage.run.backbones import RunBackbones
+    from harness.mirage.run.family import TrunkFamily
+    from harness.mirage.run.probing import Probing
+    from harness.mirage.run.progress import RunProgress
     from harness.mirage.states import DepthProfile
 
 
 class RunStages(Protocol):
     """What a strategy uses of ``MirageRun``: its options, folders, pack and states, backbones,
-    trunk family, progress and probe loop."""
+    progress bars, trunk family (``harness.mirage.run.family``) and probe loop
+    (``harness.mirage.run.probing``)."""
 
     config: RunConfig
     out: Path
     workspace: Path
     pack: Pack
     profile: DepthProfile
+    progress: RunProgress
+    family: TrunkFamily
+    probing: Probing
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
-
-    def trunk_config(self) -> TrunkConfig: ...
-
-    @property
-    def family_dir(self) -> Path: ...
-
-    def existing_checkpoints(self) -> dict[str, Checkpoint] | None: ...
-
-    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]: ...
-
-    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int: ...
-
-    def trunk_progress(self) -> Callable[[int, int], None] | None: ...
-
-    async def probe_agent(
-        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
-    ) -> Path: ...
-
-    async def probe_states(
-        self,
-        agent: AgentUnderTest,
-        model_dir: Path,
-        checkpoints: dict[str, Checkpoint],
-        memory: MemoryEndpoint,
-    ) -> None: ...
 
 
 class RunStrategy(Protocol):
@@ -84,7 +64,7 @@ class RunStrategy(Protocol):
 
     def result_dir(self, out: Path, answerer: str) -> Path: ...
 
-    def trunk_window(self, run: RunStages) -> int:
+    def trunk_window(self, models: RunBackbones) -> int:
         """The trunk's window when ``--window`` is not given."""
         ...
 

@@ -3,7 +3,7 @@ model) answers through ``BuiltinAgent``, each reference agent (``reference/*``) 
 adapter, every one restored from the trunk family mirage builds or reuses.
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: ``BuiltinAgent`` and the
-reference agents, ``MirageRun.probe_agent``.
+reference agents, ``Probing.probe_agent`` (``harness.mirage.run.probing``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ class BuiltinStrategy(OwnTrunk):
         return out / model_slug(answerer)
 
     def models_to_check(self, run: RunStages) -> list[str]:
-        existing = run.existing_checkpoints()
+        existing = run.family.existing()
         needed = [
             model
             for model in self.answerers()
-            if existing is None or run.pending_probes(self.result_dir(run.out, model), existing)
+            if existing is None
+            or run.probing.pending_probes(self.result_dir(run.out, model), existing)
         ]
         return needed + (self.trunk_models() if existing is None else [])
 
@@ -48,7 +49,7 @@ class BuiltinStrategy(OwnTrunk):
         model_dir = self.result_dir(run.out, answerer)
         if is_reference(answerer):  # R_tool from the memory server's log, not the agent's word
             reference = AttributedAgent(make_reference(answerer), model_dir / "calls.jsonl")
-            return await run.probe_agent(reference, model_dir, checkpoints, index)
+            return await run.probing.probe_agent(reference, model_dir, checkpoints, index)
         budget = self.config.probe_output_tokens(answerer)
         agent = BuiltinAgent(
             run.backbone(answerer, budget),
@@ -56,7 +57,7 @@ class BuiltinStrategy(OwnTrunk):
             max_output_tokens=budget,
             adapters=self.config.adapters,
         )
-        return await run.probe_agent(agent, model_dir, checkpoints, index)
+        return await run.probing.probe_agent(agent, model_dir, checkpoints, index)
 
     def provenance_roles(self) -> list[tuple[str, str]]:
         return [*(("answerer", model) for model in self.answerers()), *self.trunk_roles()]

@@ -3,7 +3,7 @@
 the memory server's log (``AttributedAgent``), one result folder named by its model (or itself).
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: the kit's adapter factory
-(``external_adapter``), ``MirageRun.probe_agent``.
+(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.run.probing``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ExternalStrategy(OwnTrunk):
         return out / model_slug(answerer)
 
     def models_to_check(self, run: RunStages) -> list[str]:
-        return self.trunk_models() if run.existing_checkpoints() is None else []
+        return self.trunk_models() if run.family.existing() is None else []
 
     async def probe(
         self, run: RunStages, answerer: str, checkpoints: dict[str, Checkpoint], index: Any
@@ -52,7 +52,7 @@ class ExternalStrategy(OwnTrunk):
             timeout_s=self.config.agent_timeout_s,
         )
         agent = AttributedAgent(inner, model_dir / "calls.jsonl")
-        return await run.probe_agent(agent, model_dir, checkpoints, index)
+        return await run.probing.probe_agent(agent, model_dir, checkpoints, index)
 
     def provenance_roles(self) -> list[tuple[str, str]]:
         config = self.config

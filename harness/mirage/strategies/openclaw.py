@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from harness.kit.agents.openclaw.harness import OpenClawHarness
     from harness.kit.memory import MemoryEndpoint
     from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.run.backbones import RunBackbones
 
 log = structlog.get_logger(__name__)
 
@@ -45,11 +46,11 @@ class OpenClawStrategy:
     def result_dir(self, out: Path, answerer: str) -> Path:
         return out / f"openclaw-{model_slug(answerer)}"
 
-    def trunk_window(self, run: RunStages) -> int:
+    def trunk_window(self, models: RunBackbones) -> int:
         from harness.mirage.openclaw.run import openclaw_window
 
         model = self.config.models[0]
-        backbone = run.backbone(model, self.config.probe_output_tokens(model))
+        backbone = models.backbone(model, self.config.probe_output_tokens(model))
         return openclaw_window(int(backbone.context_window))
 
     def models_to_check(self, run: RunStages) -> list[str]:
@@ -94,7 +95,7 @@ class OpenClawStrategy:
             checkpoints = load_openclaw_family(family_dir, states)
             if checkpoints is None:
                 discard_unfinished_family(family_dir)
-            elif run.pending_probes(model_dir, checkpoints) == 0:
+            elif run.probing.pending_probes(model_dir, checkpoints) == 0:
                 log.info("openclaw.nothing_to_do", family=family_dir.name)
                 yield checkpoints  # every probe is recorded: no gateway start
                 return
@@ -141,7 +142,7 @@ class OpenClawStrategy:
 
         snapshot = Workspace.open(run.workspace).snapshot
         driver = OpenClawTrunk(claw, run.pack, trunk, run.profile, family_dir, snapshot)
-        return await driver.run(run.trunk_progress())
+        return await driver.run(run.progress.trunk(run.profile.window))
 
     async def probe(
         self, run: RunStages, answerer: str, checkpoints: dict[str, Checkpoint], index: Any
@@ -158,7 +159,7 @@ class OpenClawStrategy:
         agent = OpenClawAttributedAgent(
             OpenClawAgent(claw, f"openclaw/{answerer}"), model_dir / "calls.jsonl"
         )
-        await run.probe_states(agent, model_dir, checkpoints, memory)
+        await run.probing.probe_states(agent, model_dir, checkpoints, memory)
         return model_dir
 
     def provenance_roles(self) -> list[tuple[str, str]]:

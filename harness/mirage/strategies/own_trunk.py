@@ -1,8 +1,8 @@
 """What the built-in runtime and an external agent share: the trunk mirage builds (or reuses)
 with its trunk model and summarizer, restored per probe.
 
-Above: the ``builtin`` and ``external`` strategies. Below: ``MirageRun``'s checkpoint family
-(``checkpoints``, ``existing_checkpoints``), the run's backbones.
+Above: the ``builtin`` and ``external`` strategies. Below: the run's checkpoint family
+(``harness.mirage.run.family``), the run's backbones.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from harness.mirage.strategies.base import RunStages
 
 if TYPE_CHECKING:
     from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.run.backbones import RunBackbones
 
 SCRIPTED_TRUNK_WINDOW = 8192
 
@@ -29,11 +30,11 @@ class OwnTrunk:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
 
-    def trunk_window(self, run: RunStages) -> int:
+    def trunk_window(self, models: RunBackbones) -> int:
         config = self.config
         if config.trunk_model == SCRIPTED_TRUNK_MODEL:
             return SCRIPTED_TRUNK_WINDOW
-        return int(run.backbone(config.trunk_model, config.trunk_output_tokens).context_window)
+        return int(models.backbone(config.trunk_model, config.trunk_output_tokens).context_window)
 
     def trunk_models(self) -> list[str]:
         """The models building the trunk needs (a scripted trunk still compacts with one)."""
@@ -43,11 +44,11 @@ class OwnTrunk:
         return [config.trunk_model, config.summarizer]
 
     def family(self, run: RunStages) -> str | None:
-        return run.family_dir.name
+        return run.family.directory.name
 
     @asynccontextmanager
     async def checkpoints(self, run: RunStages, index: Any) -> AsyncIterator[dict[str, Checkpoint]]:
-        yield await run.checkpoints(index)
+        yield await run.family.checkpoints(index)
 
     def trunk_roles(self) -> list[tuple[str, str]]:
         return [("trunk", self.config.trunk_model), ("summarizer", self.config.summarizer)]

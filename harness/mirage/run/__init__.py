@@ -1,0 +1,101 @@
+"""``mirage run``: the MIRAGE protocol end to end (papers/mirage.txt, Algorithm 1), one module
+per stage:
+
+1. ``resume``: the output folder can be resumed and every model still needed exists; then the
+   folder is locked and ``run.json`` (options and provenance) and ``study.json`` written;
+2. ``layout``: what the run is (pack, depth states, summary formats, questions, folders) and the
+   pack's workspace W, materialised and indexed;
+3. ``family``: one checkpoint per state — the trunk T = plant ⊕ filler built with the trunk
+   model (compaction on), or the family a previous run built with the same trunk configuration;
+   with several summary formats, the first compacts inline and every other one branches its
+   compaction states (``S2@<format>``) from the state right before the first compaction (an
+   agent with its own trunk builds it through its strategy instead);
+4. ``probing``: for each answerer, every state × condition × question × repeat on a fresh
+   restore, records appended to ``<out>/<answerer>/results.jsonl`` (resumable);
+5. reports (``harness.mirage.report``: ``summary.json``, ``report.md``, figures) per answerer.
+
+``MirageRun`` holds this order and nothing that depends on the kind of agent: what differs is its
+run strategy's (``harness.mirage.strategies``, picked once from the configuration).
+``progress`` (the bars), ``backbones`` (models by string) and ``errors`` (the run's refusals)
+serve every stage.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.mirage.config import RunConfig
+from harness.mirage.run.errors import ResumeError, RunInputError, bad_files_reported
+from harness.mirage.run.family import TrunkFamily
+from harness.mirage.run.layout import RunLayout, select_questions
+from harness.mirage.run.probing import Probing
+from harness.mirage.strategies.own_trunk import SCRIPTED_TRUNK_WINDOW
+
+if TYPE_CHECKING:
+    from harness.mirage.report import ReportFiles
+
+__all__ = [
+    "SCRIPTED_TRUNK_WINDOW",
+    "MirageRun",
+    "ResumeError",
+    "RunInputError",
+    "bad_files_reported",
+    "select_questions",
+]
+
+
+class MirageRun(RunLayout):
+    """One ``mirage run``: its layout (``RunLayout``), its checkpoint family and probes, and the
+    stages in the protocol's order."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        progress: Any | None = None,
+        backbones: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(config, progress, backbones)
+        self.family = TrunkFamily(self)
+        self.probing = Probing(self)
+        self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
+        self._held = ExitStack()  # the output folder's run lock, while ``execute`` runs
+
+    async def execute(self) -> list[Path]:
+        """Every stage; returns the per-model result folders, each with its report (its files
+        and aggregate in ``self.reports``); one run at a time per output folder."""
+        with bad_files_reported(), ExitStack() as self._held:
+            return await self._stages()
+
+    async def _stages(self) -> list[Path]:
+        from harness.kit.outlock import out_lock
+        from harness.mirage.provenance import write_run_config
+        from harness.mirage.run.resume import check_models, check_resumable
+        from harness.mirage.shards import write_study
+
+        check_resumable(self)
+        check_models(self)
+        self.questions()  # every chosen question's artifact has keywords: fail before the trunk
+        self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
+        write_run_config(self)  # the options and the provenance (the first run's on a resume)
+        write_study(self.config, self.pack.root, self.strategy.family(self))
+        index = self.prepare_workspace()
+        try:
+            folders = []
+            async with self.strategy.checkpoints(self, index) as checkpoints:
+                for answerer in self.strategy.answerers():
+                    folders.append(await self.probing.probe_model(answerer, checkpoints, index))
+            self._report(folders)
+            return folders
+        finally:
+            index.close()
+
+    def _report(self, folders: list[Path]) -> None:
+        from harness.mirage.report import write_report
+        from harness.mirage.report.attribution import write_attribution_summary
+
+        for folder in folders:
+            if self.strategy.attributed:
+                write_attribution_summary(folder)  # before the report, which may cite it
+            self.reports.append(write_report(folder))
