@@ -77,7 +77,7 @@ class AgentSpec(_Strict):
     def _agent(cls, value: str) -> str:
         from harness.kit.agents.factory import agent_spec
 
-        agent_spec(value, openclaw=False)
+        agent_spec(value)
         return value
 
 

@@ -24,9 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.kit.rundir import RunFileError
 from memory_server.store import HashCache
@@ -88,13 +89,25 @@ class Provenance(BaseModel):
     summary_formats: list[str] = Field(default_factory=list)
     conditions: list[str] = Field(default_factory=list)
     libraries: dict[str, str] = Field(default_factory=dict)
-    openclaw: str | None = None
+    agent_software: str | None = None
+    """The agent under test's own software and version (its run strategy's), when it is not
+    mirage's runtime."""
     python: str
     platform: str
     cpu: str
     recorded_at: str
     resumed: list[str] = Field(default_factory=list)
     """One line per resume whose provenance differed from this (the first run's) block."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        """Blocks written before ``agent_software`` named the one agent it then covered."""
+        if isinstance(data, dict) and "openclaw" in data and "agent_software" not in data:
+            data = dict(data)
+            version = data.pop("openclaw")
+            data["agent_software"] = None if version is None else f"OpenClaw {version}"
+        return data
 
 
 def mirage_version() -> str:
@@ -152,7 +165,7 @@ def cpu_description() -> str:
 
 
 def _cache_path() -> Path:
-    from harness.kit.agents.openclaw.install import cache_root
+    from harness.kit.cache import cache_root
 
     return cache_root() / DIGEST_CACHE
 
@@ -347,7 +360,7 @@ def provenance_lines(block: Provenance) -> list[str]:
         f"scoring {block.scoring}, depth profile {block.depth_profile}, summary formats "
         f"{', '.join(block.summary_formats) or '—'}, conditions "
         f"{', '.join(block.conditions) or '—'}"
-        + (f", OpenClaw {block.openclaw}" if block.openclaw else ""),
+        + (f", {block.agent_software}" if block.agent_software else ""),
         f"libraries: {libraries}",
         f"Python {block.python} on {block.platform}; CPU {block.cpu}",
     ]

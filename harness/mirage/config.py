@@ -3,8 +3,9 @@ of its defaults (``mirage run`` reads each option's default from here, so the AP
 command cannot disagree).
 
 Above: ``MirageRun`` and the ``mirage run`` command. Below: the kit's agent factory
-(``agent_spec``), memory binding and OpenClaw config loader, the checkpoints' format slugs and
-the scoring profiles' names.
+(``agent_spec``) and memory binding, the checks of the options that belong to one named agent
+(``harness.mirage.strategies.options``), the checkpoints' format slugs and the scoring profiles'
+names.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.kit.agents.factory import OPENCLAW_AGENT, agent_spec
+from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
@@ -221,30 +222,16 @@ class RunConfig(BaseModel):
                 "--calibration needs the reference agents (its arms are probed by them only): "
                 "add --references, or leave --calibration out"
             )
+        from harness.mirage.strategies.options import NAMED_AGENTS, check_agent_options
+
         if self.agent is not None:
-            agent_spec(self.agent)
+            agent_spec(self.agent, named=NAMED_AGENTS)
         elif self.memory_url or self.agent_model:
             raise ValueError("--memory-url and --agent-model apply only with --agent")
-        if self.agent == OPENCLAW_AGENT:
-            self._openclaw_options()
-        elif self.openclaw_config is not None:
-            raise ValueError("--openclaw-config applies only with --agent openclaw")
+        check_agent_options(self)
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
         return self
-
-    def _openclaw_options(self) -> None:
-        from harness.kit.agents.openclaw.config import load_user_config
-
-        if self.concurrency != 1:
-            raise ValueError("--agent openclaw runs one probe at a time: use --concurrency 1")
-        if self.summary_formats != ["verbatim"]:
-            raise ValueError(
-                "--summary-format applies to mirage's own compaction; OpenClaw compacts with its "
-                "own format"
-            )
-        if self.openclaw_config is not None:
-            load_user_config(self.openclaw_config)  # a bad file fails now, before any work
 
     @property
     def trunk_output_tokens(self) -> int:

@@ -80,7 +80,7 @@ def run_provenance(run: MirageRunLike) -> Provenance:
         depth_profile=run.profile.name,
         summary_formats=list(run.config.summary_formats),
         conditions=list(run.config.conditions),
-        openclaw=strategy_for(run.config).openclaw_version(),
+        agent_software=strategy_for(run.config).agent_software(),
     )
 
 

@@ -107,10 +107,11 @@ STUDY_FIELDS = (
 def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyFile:
     from harness.kit.agents.factory import agent_spec
     from harness.kit.rundir import pack_digest
+    from harness.mirage.strategies.options import NAMED_AGENTS
 
     study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
     study["summarizer"] = config.summarizer
-    study["agent_kind"] = agent_spec(config.agent)[0] if config.agent else None
+    study["agent_kind"] = agent_spec(config.agent, named=NAMED_AGENTS)[0] if config.agent else None
     shard = None if config.shard is None else str(config.shard)
     return StudyFile(shard=shard, study=study, pack_digest=pack_digest(pack_root), family=family)
 

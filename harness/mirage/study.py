@@ -37,7 +37,13 @@ SECRETS = {
 """Fields a study file may not hold (a file is meant to be shared): where to give them instead."""
 NOT_WRITTEN = frozenset({"retry_errors"})
 """Fields a file may set but a resolved study leaves out: what to do to a folder, not the study."""
-_AS_TEXT = frozenset({"shard", "out", "openclaw_config"})
+_PATHS = frozenset(
+    name
+    for name, field in RunConfig.model_fields.items()
+    if field.annotation in (Path, Path | None)
+)
+"""Path fields (``out``, an agent's settings file): text in a file, absolute when resolved."""
+_AS_TEXT = _PATHS | {"shard"}
 """Fields written as text in a file (``shard = "1/4"``, paths)."""
 
 
@@ -110,9 +116,9 @@ def _pack_text(pack: str) -> str:
 def resolved_study(config: RunConfig) -> dict[str, Any]:
     """``config`` as the keys of a study file (None values are left out when written: TOML has
     no null, and a missing key is the default): every question as ``limit = 0``, the output
-    folder, the user's OpenClaw file and a pack folder as absolute paths, and whether the
-    reference agents and the calibration arms run said outright (their defaults depend on
-    whether models were given)."""
+    folder, every other path (an agent's settings file) and a pack folder as absolute paths, and
+    whether the reference agents and the calibration arms run said outright (their defaults
+    depend on whether models were given)."""
     data = config.model_dump(mode="json", exclude={*SECRETS, *NOT_WRITTEN})
     wanted = config.references
     if wanted is None:  # RunConfig's default: on when no model was given
@@ -123,9 +129,9 @@ def resolved_study(config: RunConfig) -> dict[str, Any]:
     )
     data["limit"] = config.limit or 0
     data["shard"] = None if config.shard is None else str(config.shard)
-    data["out"] = _absolute(data["out"])
-    if data["openclaw_config"] is not None:
-        data["openclaw_config"] = _absolute(data["openclaw_config"])
+    for name in _PATHS:
+        if data[name] is not None:
+            data[name] = _absolute(data[name])
     data["pack"] = _pack_text(config.pack)
     return data
 

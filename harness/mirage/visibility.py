@@ -16,15 +16,13 @@ pack's keywords per artifact.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.kit.agents.openclaw.errors import OpenClawError
-from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
 from harness.kit.rundir import RunFileError
 from harness.mirage.checkpoints import Checkpoint
 from harness.mirage.keywords import MIN_MATCHES, matched, threshold
@@ -180,16 +178,13 @@ def workspace_notes(workspace: Workspace, version: str | None = None) -> list[No
     ]
 
 
-def unreadable_reason(checkpoint: Checkpoint, error: Exception) -> str:
-    """Why a checkpoint's active context cannot be read, in one line."""
-    try:
-        claw = read_openclaw_checkpoint(checkpoint.snapshot_path)
-    except OpenClawError:
-        return f"{checkpoint.snapshot_path}: {error}"
-    return (
-        f"OpenClaw checkpoint: the active context is OpenClaw session {claw.session!r} in "
-        "OpenClaw's own store, which the checkpoint does not hold"
-    )
+UnreadableReason = Callable[[Checkpoint, Exception], str]
+"""Why a checkpoint's active context cannot be read, in one line: ``snapshot_error`` for mirage's
+snapshots; an agent whose context lives in its own store gives its own (its run strategy)."""
+
+
+def snapshot_error(checkpoint: Checkpoint, error: Exception) -> str:
+    return f"{checkpoint.snapshot_path}: {error}"
 
 
 def checkpoint_visibility(
@@ -197,10 +192,12 @@ def checkpoint_visibility(
     checkpoint: Checkpoint,
     workspace: Workspace,
     keywords: Mapping[str, Sequence[str]],
+    unreadable: UnreadableReason = snapshot_error,
 ) -> StateVisibility:
     """``state_visibility`` of a checkpoint (its restored snapshot and the workspace notes at its
     ``workspace_version``); a checkpoint whose context is not a readable session snapshot (an
-    OpenClaw one) gives a state marked ``unavailable`` with the reason, never a guess."""
+    agent's own store, a damaged file) gives a state marked ``unavailable`` with the reason
+    ``unreadable`` gives, never a guess."""
     try:
         session = load_snapshot(checkpoint.snapshot_path)
     except SnapshotError as exc:
@@ -208,7 +205,7 @@ def checkpoint_visibility(
             state=state,
             compaction_count=checkpoint.compaction_count,
             messages=0,
-            unavailable=unreadable_reason(checkpoint, exc),
+            unavailable=unreadable(checkpoint, exc),
         )
     notes = workspace_notes(workspace, checkpoint.workspace_version)
     return state_visibility(state, session, notes, keywords)
@@ -218,11 +215,12 @@ def visibility_map(
     checkpoints: Mapping[str, Checkpoint],
     workspace: Workspace,
     keywords: Mapping[str, Sequence[str]],
+    unreadable: UnreadableReason = snapshot_error,
 ) -> VisibilityMap:
     """Every checkpoint (record state -> checkpoint) and every artifact in ``keywords``."""
     found = VisibilityMap()
     for state, checkpoint in checkpoints.items():
-        found.add(checkpoint_visibility(state, checkpoint, workspace, keywords))
+        found.add(checkpoint_visibility(state, checkpoint, workspace, keywords, unreadable))
     return found
 
 
@@ -272,10 +270,14 @@ def check_visibility(found: VisibilityMap | None, states: Iterable[str], directo
 
 
 def write_run_visibility(
-    directory: Path, checkpoints: Mapping[str, Checkpoint], workspace: Path, pack: Pack
+    directory: Path,
+    checkpoints: Mapping[str, Checkpoint],
+    workspace: Path,
+    pack: Pack,
+    unreadable: UnreadableReason = snapshot_error,
 ) -> Path:
     """The visibility map of a run's checkpoints for every artifact of ``pack``, written into
     the result folder ``directory`` (``mirage run`` calls it once per answerer)."""
     keywords = {artifact_id: pack.keywords(artifact_id) for artifact_id in pack.artifacts}
-    found = visibility_map(checkpoints, Workspace.open(workspace), keywords)
+    found = visibility_map(checkpoints, Workspace.open(workspace), keywords, unreadable)
     return write_visibility(directory, found)

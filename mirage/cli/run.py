@@ -351,14 +351,14 @@ def _interrupted_line(mirage_run: Any, config: RunConfig) -> str:
 
 def _known_failure(exc: Exception) -> None:
     """Raise the one-line exit of a failure the command knows; return for any other."""
-    from harness.kit.agents.openclaw.errors import OpenClawError
+    from harness.kit.agents.base import AgentFailure
     from harness.kit.attribution import AttributionError
     from harness.mirage.run import ResumeError, RunInputError
     from runtime.backbones.base import ProviderError
 
     if isinstance(exc, AttributionError | ResumeError | RunInputError):
         raise fail(str(exc)) from exc
-    if isinstance(exc, OpenClawError):
+    if isinstance(exc, AgentFailure):
         raise fail(str(exc), EXIT_FAILURE) from exc
     if isinstance(exc, ProviderError):  # outside a probe (the trunk, compaction): the run stops
         message = f"{exc.detail}; results so far are kept, re-run to resume"

@@ -25,9 +25,11 @@ def test_a_spec_is_split_and_checked(tmp_path: Path) -> None:
     agent = _script(tmp_path)
     assert agent_spec("openai:http://127.0.0.1:8000/v1") == ("openai", "http://127.0.0.1:8000/v1")
     assert agent_spec(f"cmd:{agent} --fast") == ("cmd", f"{agent} --fast")
-    assert agent_spec("openclaw") == ("openclaw", "")
+    assert agent_spec("openclaw", named=("openclaw",)) == ("openclaw", "")
     with pytest.raises(ValueError, match="openai:http://HOST:PORT/v1 or cmd:PATH, got 'openclaw'"):
-        agent_spec("openclaw", openclaw=False)
+        agent_spec("openclaw")
+    with pytest.raises(ValueError, match="cmd:PATH or openclaw, got 'claw'"):
+        agent_spec("claw", named=("openclaw",))
     with pytest.raises(ValueError, match="not found"):
         agent_spec(f"cmd:{tmp_path / 'missing'}")
 

@@ -195,10 +195,12 @@ def test_a_report_without_a_map_says_so(tmp_path: Path) -> None:
 
 
 def test_an_openclaw_checkpoint_is_not_available_with_the_reason(tmp_path: Path) -> None:
-    """An OpenClaw checkpoint names a session in OpenClaw's store and holds no context: its
-    state gets the reason, never a guessed class; a damaged snapshot gets its error."""
+    """An OpenClaw checkpoint names a session in OpenClaw's store and holds no context: with
+    the OpenClaw strategy's reason its state says so, never a guessed class; a damaged snapshot
+    gets its error, with that reason or the default one."""
     from harness.kit.agents.openclaw.state import OpenClawCheckpoint
     from harness.mirage.checkpoints import Checkpoint, CheckpointManifest
+    from harness.mirage.openclaw.run import unreadable_context
     from harness.mirage.visibility import checkpoint_visibility
     from memory_server.workspace import Workspace
 
@@ -216,7 +218,10 @@ def test_an_openclaw_checkpoint_is_not_available_with_the_reason(tmp_path: Path)
             state=state, snapshot=name, compaction_count=1, workspace_version=None
         )
         point = Checkpoint.model_construct(directory=tmp_path / state, manifest=manifest)
-        seen = checkpoint_visibility(state, point, workspace, KEYWORDS)
+        default = checkpoint_visibility(state, point, workspace, KEYWORDS)
+        assert default.artifacts == {} and default.unavailable
+        assert "snapshot" in default.unavailable and "OpenClaw" not in default.unavailable
+        seen = checkpoint_visibility(state, point, workspace, KEYWORDS, unreadable_context)
         assert seen.artifacts == {} and seen.unavailable
         if state == "S2":
             assert "OpenClaw session 'agent:main:s2'" in seen.unavailable

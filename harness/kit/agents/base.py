@@ -24,6 +24,11 @@ MemoryURL = Callable[[str], str]
 """Maps a probe's attribution tag to the memory-server URL the agent uses for that probe."""
 
 
+class AgentFailure(RuntimeError):
+    """An agent under test could not be installed, configured, started or driven; the message is
+    one line naming what to do, and the probes already finished are kept."""
+
+
 class RestorePoint(Protocol):
     """What a probe starts from: a saved session (``snapshot_path``, a ``runtime.snapshot``
     file) in a folder of its own, and the facts about it an adapter may pass on (the command

@@ -1,28 +1,25 @@
-"""The one adapter factory: an ``--agent`` value (``openai:URL``, ``cmd:COMMAND`` or
-``openclaw``) checked and split into kind and target, and the adapter of an ``openai:`` or
-``cmd:`` agent built from it.
+"""The one adapter factory: an ``--agent`` value (``openai:URL``, ``cmd:COMMAND`` or the name
+of an agent the caller drives itself) checked and split into kind and target, and the adapter of
+an ``openai:`` or ``cmd:`` agent built from it.
 
-Above: MIRAGE's run (``--agent``; OpenClaw is driven by its own run, ``harness.mirage.openclaw``)
-and CUE's ``agent`` memory system. Below: the adapters ``OpenAIEndpointAgent`` and
-``CommandAgent``.
+Above: MIRAGE's run (``--agent``; its named agents are its run strategies',
+``harness.mirage.strategies``) and CUE's ``agent`` memory system. Below: the adapters
+``OpenAIEndpointAgent`` and ``CommandAgent``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Collection
 
 from harness.kit.agents.base import AgentUnderTest, MemoryURL
 
-OPENCLAW_AGENT = "openclaw"
-AgentKind = Literal["openai", "cmd", "openclaw"]
 
-
-def agent_spec(value: str, *, openclaw: bool = True) -> tuple[AgentKind, str]:
-    """``openai:URL``, ``cmd:COMMAND`` or (unless ``openclaw`` is false) ``openclaw`` split
-    into kind and target, validated: a command's executable must exist now, not after the
-    trunk is built."""
-    if value == OPENCLAW_AGENT and openclaw:
-        return "openclaw", ""
+def agent_spec(value: str, *, named: Collection[str] = ()) -> tuple[str, str]:
+    """``openai:URL``, ``cmd:COMMAND`` or one of ``named`` split into kind and target
+    (a named agent is its own kind, with no target), validated: a command's executable must
+    exist now, not after the trunk is built."""
+    if value in named:
+        return value, ""
     kind, _, target = value.partition(":")
     if kind == "openai" and target.startswith(("http://", "https://")):
         return "openai", target
@@ -31,9 +28,8 @@ def agent_spec(value: str, *, openclaw: bool = True) -> tuple[AgentKind, str]:
 
         parse_command(target)
         return "cmd", target
-    choices = "openai:http://HOST:PORT/v1, cmd:PATH or openclaw"
-    if not openclaw:
-        choices = "openai:http://HOST:PORT/v1 or cmd:PATH"
+    kinds = ["openai:http://HOST:PORT/v1", "cmd:PATH", *named]
+    choices = f"{', '.join(kinds[:-1])} or {kinds[-1]}"
     raise ValueError(f"--agent must be {choices}, got {value!r}")
 
 
@@ -50,7 +46,7 @@ def external_adapter(
     from harness.kit.agents.command import CommandAgent, parse_command
     from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
 
-    kind, target = agent_spec(value, openclaw=False)
+    kind, target = agent_spec(value)
     if kind == "openai":
         return OpenAIEndpointAgent(
             target, model=model, api_key=api_key, memory_url=memory_url, timeout_s=timeout_s

@@ -105,3 +105,19 @@ def load_openclaw_family(family_dir: Path, states: list[str]) -> dict[str, Check
         read_openclaw_checkpoint(directory / manifest.snapshot)
         checkpoints[state] = Checkpoint(directory=directory, manifest=manifest)
     return checkpoints
+
+
+def unreadable_context(checkpoint: Checkpoint, error: Exception) -> str:
+    """Why an OpenClaw checkpoint's active context cannot be read (the visibility map's
+    ``unavailable``): it names a session in OpenClaw's own store; any other file keeps its
+    error."""
+    from harness.mirage.visibility import snapshot_error
+
+    try:
+        claw = read_openclaw_checkpoint(checkpoint.snapshot_path)
+    except OpenClawError:
+        return snapshot_error(checkpoint, error)
+    return (
+        f"OpenClaw checkpoint: the active context is OpenClaw session {claw.session!r} in "
+        "OpenClaw's own store, which the checkpoint does not hold"
+    )

@@ -58,7 +58,7 @@ class MirageRun(RunLayout):
     ) -> None:
         super().__init__(config, progress, backbones)
         self.family = TrunkFamily(self)
-        self.probing = Probing(self)
+        self.probing = Probing(self, self)
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
         self._held = ExitStack()  # the output folder's run lock, while ``execute`` runs
 
@@ -71,11 +71,11 @@ class MirageRun(RunLayout):
     async def _stages(self) -> list[Path]:
         from harness.kit.outlock import out_lock
         from harness.mirage.provenance import write_run_config
-        from harness.mirage.run.resume import check_models, check_resumable
+        from harness.mirage.run.resume import check_resumable
         from harness.mirage.shards import write_study
 
-        check_resumable(self)
-        check_models(self)
+        check_resumable(self, self.family)
+        self.models.check(self.strategy.models_to_check(self))  # those still needed exist
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
         write_run_config(self)  # the options and the provenance (the first run's on a resume)

@@ -33,7 +33,7 @@ from harness.mirage.checkpoints import (
 from harness.mirage.run.errors import RunInputError
 
 if TYPE_CHECKING:
-    from harness.mirage.run import MirageRun
+    from harness.mirage.run.layout import RunLayout
     from harness.mirage.trunk import TrunkModels
 
 log = structlog.get_logger(__name__)
@@ -45,7 +45,7 @@ Branches = dict[str, dict[str, Checkpoint]]
 class TrunkFamily:
     """The family of ``run``'s trunk configuration under ``<out>/checkpoints/``."""
 
-    def __init__(self, run: MirageRun) -> None:
+    def __init__(self, run: RunLayout) -> None:
         self.run = run
 
     def trunk_config(self) -> TrunkConfig:

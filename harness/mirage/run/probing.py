@@ -19,21 +19,24 @@ from harness.mirage.records import ProbeRecord, RecordKey
 
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
-    from harness.mirage.run import MirageRun
+    from harness.mirage.run.layout import RunLayout
+    from harness.mirage.strategies.base import RunStages
 
 
 class Probing:
     """The probes of ``run``'s answerers."""
 
-    def __init__(self, run: MirageRun) -> None:
+    def __init__(self, run: RunLayout, stages: RunStages) -> None:
+        """``stages``: the whole run, as its strategy sees it (``run`` itself)."""
         self.run = run
+        self.stages = stages
 
     async def probe_model(self, model: str, checkpoints: dict[str, Checkpoint], index: Any) -> Path:
         """Every unfinished probe of one answerer (``model``: a model string, a reference agent,
         or the agent under test as ``answerers`` names it), end to end; its result folder."""
         own = {key for key, _, _ in self.run.state_keys(model)}
         mine = {key: cp for key, cp in checkpoints.items() if key in own}
-        return await self.run.strategy.probe(self.run, model, mine, index)
+        return await self.run.strategy.probe(self.stages, model, mine, index)
 
     async def probe_agent(
         self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any

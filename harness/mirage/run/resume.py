@@ -1,9 +1,8 @@
-"""Checks before any work: the output folder can be resumed with this configuration (shard,
-scoring profile, summary format of each recorded state, the finished family read back against
-the records that name its checkpoints) and every model still needed exists.
+"""The check before any work that the output folder can be resumed with this configuration:
+shard, scoring profile, summary format of each recorded state, and the finished family read back
+against the records that name its checkpoints.
 
-Above: ``MirageRun``. Below: the results logs, the shard file, the family's files, the run's
-backbones.
+Above: ``MirageRun``. Below: the results logs, the shard file, the family's files.
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ from harness.mirage.records import ProbeRecord
 from harness.mirage.run.errors import ResumeError
 
 if TYPE_CHECKING:
-    from harness.mirage.run import MirageRun
+    from harness.mirage.run.family import TrunkFamily
+    from harness.mirage.run.layout import RunLayout
 
 
-def check_resumable(run: MirageRun) -> None:
+def check_resumable(run: RunLayout, family: TrunkFamily) -> None:
     """Refuse to resume result folders scored under another profile (their prompts differ
     too, so the records would not be comparable) or whose S2 came from another format."""
     from harness.mirage.shards import shard_conflict
@@ -36,10 +36,10 @@ def check_resumable(run: MirageRun) -> None:
         if (folder / RESULTS_FILE).is_file():
             recorded[folder] = read_records(folder, ProbeRecord)
             _check_records(run, folder, recorded[folder])
-    _check_family_read_back(run, recorded)
+    _check_family_read_back(family, recorded)
 
 
-def _check_records(run: MirageRun, folder: Path, records: list[ProbeRecord]) -> None:
+def _check_records(run: RunLayout, folder: Path, records: list[ProbeRecord]) -> None:
     other = sorted({r.scoring for r in records} - {run.config.scoring})
     if other:
         raise ResumeError(
@@ -57,15 +57,15 @@ def _check_records(run: MirageRun, folder: Path, records: list[ProbeRecord]) -> 
             )
 
 
-def _check_family_read_back(run: MirageRun, recorded: dict[Path, list[ProbeRecord]]) -> None:
+def _check_family_read_back(family: TrunkFamily, recorded: dict[Path, list[ProbeRecord]]) -> None:
     """A finished family is read back (strictly, each checkpoint against what names it)
     before anything is written, and the records already probed on it must name its
     checkpoints: a checkpoint replaced since (hashes and all) is refused, not probed."""
     from harness.mirage.checkpoints import FAMILY_FILE
 
-    if not (run.family.directory / FAMILY_FILE).is_file():
+    if not (family.directory / FAMILY_FILE).is_file():
         return
-    checkpoints = run.family.existing()
+    checkpoints = family.existing()
     if checkpoints is None:
         return
     for folder, records in recorded.items():
@@ -80,10 +80,3 @@ def _check_family_read_back(run: MirageRun, recorded: dict[Path, list[ProbeRecor
                 f"{checkpoint.snapshot_sha256[:12]}: the checkpoint changed since they were "
                 "recorded; restore it, or use a new --out"
             )
-
-
-def check_models(run: MirageRun) -> None:
-    """Every model this run still needs exists, before any work: answerers with probes to
-    run, and the trunk's models when the trunk must be built (a finished run resumes or
-    reports without them)."""
-    run.models.check(run.strategy.models_to_check(run))

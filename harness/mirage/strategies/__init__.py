@@ -1,17 +1,18 @@
-"""One run strategy per kind of agent (``base``: the contract); ``strategy_for`` picks one."""
+"""One run strategy per kind of agent (``base``: the contract); ``strategy_for`` picks one
+(``options``: the named agents and their option checks)."""
 
 from __future__ import annotations
 
-from harness.kit.agents.factory import OPENCLAW_AGENT
 from harness.mirage.config import RunConfig
 from harness.mirage.strategies.base import RunStages, RunStrategy
+from harness.mirage.strategies.options import OPENCLAW_AGENT
 
 __all__ = ["RunStages", "RunStrategy", "strategy_for"]
 
 
 def strategy_for(config: RunConfig) -> RunStrategy:
-    """The strategy of ``config``: OpenClaw, another agent we did not write, or the built-in
-    runtime."""
+    """The strategy of ``config``: a named agent's, another agent we did not write, or the
+    built-in runtime."""
     if config.agent == OPENCLAW_AGENT:
         from harness.mirage.strategies.openclaw import OpenClawStrategy
 

@@ -18,36 +18,81 @@ which answerers it prices. Below, one module per kind:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.kit.agents.base import AgentUnderTest
+    from harness.kit.memory import MemoryEndpoint
+    from harness.mirage.checkpoints import Checkpoint, TrunkConfig
     from harness.mirage.config import RunConfig
     from harness.mirage.packs import Pack
-    from harness.mirage.run.backbones import RunBackbones
-    from harness.mirage.run.family import TrunkFamily
-    from harness.mirage.run.probing import Probing
-    from harness.mirage.run.progress import RunProgress
     from harness.mirage.states import DepthProfile
 
 
-class RunStages(Protocol):
+class Backbones(Protocol):
+    """The run's backbones by model string (``harness.mirage.run.backbones``)."""
+
+    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
+
+
+class FamilyStage(Protocol):
+    """What a strategy uses of the run's checkpoint family (``harness.mirage.run.family``)."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    def trunk_config(self) -> TrunkConfig: ...
+
+    def existing(self) -> dict[str, Checkpoint] | None: ...
+
+    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]: ...
+
+
+class ProbingStage(Protocol):
+    """What a strategy uses of the run's probe loop (``harness.mirage.run.probing``)."""
+
+    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int: ...
+
+    async def probe_agent(
+        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
+    ) -> Path: ...
+
+    async def probe_states(
+        self,
+        agent: AgentUnderTest,
+        model_dir: Path,
+        checkpoints: dict[str, Checkpoint],
+        memory: MemoryEndpoint,
+    ) -> None: ...
+
+
+class ProgressBars(Protocol):
+    """What a strategy uses of the run's progress bars (``harness.mirage.run.progress``)."""
+
+    def trunk(self, window: int) -> Callable[[int, int], None] | None: ...
+
+
+class RunStages(Backbones, Protocol):
     """What a strategy uses of ``MirageRun``: its options, folders, pack and states, backbones,
-    progress bars, trunk family (``harness.mirage.run.family``) and probe loop
-    (``harness.mirage.run.probing``)."""
+    progress bars, checkpoint family and probe loop."""
 
     config: RunConfig
     out: Path
     workspace: Path
     pack: Pack
     profile: DepthProfile
-    progress: RunProgress
-    family: TrunkFamily
-    probing: Probing
 
-    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
+    @property
+    def progress(self) -> ProgressBars: ...
+
+    @property
+    def family(self) -> FamilyStage: ...
+
+    @property
+    def probing(self) -> ProbingStage: ...
 
 
 class RunStrategy(Protocol):
@@ -64,7 +109,7 @@ class RunStrategy(Protocol):
 
     def result_dir(self, out: Path, answerer: str) -> Path: ...
 
-    def trunk_window(self, models: RunBackbones) -> int:
+    def trunk_window(self, models: Backbones) -> int:
         """The trunk's window when ``--window`` is not given."""
         ...
 
@@ -94,8 +139,8 @@ class RunStrategy(Protocol):
         """(role, model) of every model ``run.json``'s provenance names."""
         ...
 
-    def openclaw_version(self) -> str | None:
-        """OpenClaw's version, for the provenance (None: not an OpenClaw run)."""
+    def agent_software(self) -> str | None:
+        """The agent's own software and version, for the provenance (None: mirage's runtime)."""
         ...
 
     def priced_answerers(self) -> list[str]:

@@ -21,13 +21,13 @@ import structlog
 
 from harness.kit.rundir import model_slug
 from harness.mirage.config import RunConfig
-from harness.mirage.strategies.base import RunStages
+from harness.mirage.openclaw.options import AGENT
+from harness.mirage.strategies.base import Backbones, RunStages
 
 if TYPE_CHECKING:
     from harness.kit.agents.openclaw.harness import OpenClawHarness
     from harness.kit.memory import MemoryEndpoint
     from harness.mirage.checkpoints import Checkpoint
-    from harness.mirage.run.backbones import RunBackbones
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +46,7 @@ class OpenClawStrategy:
     def result_dir(self, out: Path, answerer: str) -> Path:
         return out / f"openclaw-{model_slug(answerer)}"
 
-    def trunk_window(self, models: RunBackbones) -> int:
+    def trunk_window(self, models: Backbones) -> int:
         from harness.mirage.openclaw.run import openclaw_window
 
         model = self.config.models[0]
@@ -149,13 +149,16 @@ class OpenClawStrategy:
     ) -> Path:
         """Through the open gateway; nothing when ``checkpoints`` found every probe recorded."""
         from harness.kit.agents.openclaw.agent import OpenClawAgent, OpenClawAttributedAgent
+        from harness.mirage.openclaw.run import unreadable_context
         from harness.mirage.visibility import write_run_visibility
 
         model_dir = self.result_dir(run.out, answerer)
         if self._gateway is None:
             return model_dir
         claw, memory = self._gateway
-        write_run_visibility(model_dir, checkpoints, run.workspace, run.pack)  # not available
+        write_run_visibility(
+            model_dir, checkpoints, run.workspace, run.pack, unreadable_context
+        )  # not available: the context is in OpenClaw's store
         agent = OpenClawAttributedAgent(
             OpenClawAgent(claw, f"openclaw/{answerer}"), model_dir / "calls.jsonl"
         )
@@ -165,14 +168,14 @@ class OpenClawStrategy:
     def provenance_roles(self) -> list[tuple[str, str]]:
         return [("answerer", model) for model in self.config.answerers]
 
-    def openclaw_version(self) -> str | None:
+    def agent_software(self) -> str | None:
         from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
 
         install = find_install(DEFAULT_OPENCLAW_VERSION)
         if install is None:
-            return f"{DEFAULT_OPENCLAW_VERSION} (not installed)"
-        return install.version
+            return f"OpenClaw {DEFAULT_OPENCLAW_VERSION} (not installed)"
+        return f"OpenClaw {install.version}"
 
     def priced_answerers(self) -> list[str]:
         """As an agent whose prompt is its own, named by ``--agent-model`` or ``openclaw``."""
-        return [self.config.agent_model or self.config.agent or "openclaw"]
+        return [self.config.agent_model or self.config.agent or AGENT]

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
-from harness.mirage.strategies.base import RunStages
+from harness.mirage.strategies.base import Backbones, RunStages
 
 if TYPE_CHECKING:
     from harness.mirage.checkpoints import Checkpoint
-    from harness.mirage.run.backbones import RunBackbones
 
 SCRIPTED_TRUNK_WINDOW = 8192
 
@@ -30,7 +29,7 @@ class OwnTrunk:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
 
-    def trunk_window(self, models: RunBackbones) -> int:
+    def trunk_window(self, models: Backbones) -> int:
         config = self.config
         if config.trunk_model == SCRIPTED_TRUNK_MODEL:
             return SCRIPTED_TRUNK_WINDOW
@@ -53,5 +52,5 @@ class OwnTrunk:
     def trunk_roles(self) -> list[tuple[str, str]]:
         return [("trunk", self.config.trunk_model), ("summarizer", self.config.summarizer)]
 
-    def openclaw_version(self) -> str | None:
+    def agent_software(self) -> str | None:
         return None

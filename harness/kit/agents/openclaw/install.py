@@ -35,12 +35,13 @@ import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.kit.agents.openclaw.errors import OpenClawError
+from harness.kit.cache import CACHE_ENV as CACHE_ENV
+from harness.kit.cache import cache_root as cache_root
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_OPENCLAW_VERSION = "2026.9.6"
 DEFAULT_NODE_VERSION = "24.21.0"
-CACHE_ENV = "MIRAGE_CACHE_DIR"
 MANIFEST = "install.json"
 FAILED_LOG = "last-failed-install.log"
 REQUIRED_FREE_BYTES = 1_500_000_000
@@ -106,15 +107,6 @@ class InstallOutcome(BaseModel):
     install: OpenClawInstall
     fresh: bool
     """False: the version was already installed and nothing was done."""
-
-
-def cache_root() -> Path:
-    """``$MIRAGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/mirage``, else ``~/.cache/mirage``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "mirage"
 
 
 def openclaw_dir(root: Path | None = None) -> Path:
