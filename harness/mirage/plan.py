@@ -409,44 +409,16 @@ def _answerer_plan(
     eits: dict[str, int | None],
     source: StateSource,
 ) -> AnswererPlan:
-    from harness.kit.agents.builtin import as_answerer
-    from memory_server import tools_specs
-    from runtime.agent import Agent
-
     config = run.config
     budget = config.probe_output_tokens(model)
     backbone = None if run.strategy.own_prompt else run.backbone(model, budget)
     counter = PromptCounter(backbone)
-    questions = run.questions()
-    messages = [
-        UserMessage.text(run.scoring.prompt(text, condition))
-        for condition in config.conditions
-        for _, text, _ in questions
-        for _ in range(config.repeats)
-    ]
+    messages = _probe_messages(run)
     states = []
     for state, restored in sessions.items():
-        session = restored.model_copy(update={"messages": list(restored.messages)})
-        if backbone is None:  # an agent we did not write: its prompt is its own
-            context: list[Message] = list(session.messages)
-            tools: list[ToolSpec] = []
-        else:
-            as_answerer(session, backbone.model, budget, config.adapters)
-            tools = tools_specs()
-            context = Agent(session, backbone, OfferedTools(tools)).active_context()
-        prefix = counter.prompt(context, tools)
-        first = counter.prompt([*context, messages[0]], tools)
-        alone = _question_tokens(counter, messages)
-        mean = first + sum(alone) / len(alone) - alone[0]
+        context, tools = _probe_context(restored, backbone, budget, config.adapters)
         states.append(
-            StatePlan(
-                state=state,
-                source=source,
-                probes=len(messages),
-                probe_input=round(mean, 1),
-                prefix=prefix,
-                checkpoint_eit=eits.get(state),
-            )
+            _state_plan(state, source, context, tools, counter, messages, eits.get(state))
         )
     mode = "none" if backbone is None else _caching_mode(model, backbone)
     tokens = _probe_tokens(states, config.conditions, budget)
@@ -465,6 +437,61 @@ def _answerer_plan(
             cost=cost_of(model, cached),
             cost_without_cache=cost_of(model, tokens),
         ),
+    )
+
+
+def _probe_messages(run: MirageRun) -> list[UserMessage]:
+    """The probe message of every condition, question and repeat, in that order."""
+    config = run.config
+    questions = run.questions()
+    return [
+        UserMessage.text(run.scoring.prompt(text, condition))
+        for condition in config.conditions
+        for _, text, _ in questions
+        for _ in range(config.repeats)
+    ]
+
+
+def _probe_context(
+    restored: Session, backbone: Backbone | None, budget: int, adapters: bool
+) -> tuple[list[Message], list[ToolSpec]]:
+    """What a probe of a state sends before its question, on a copy of the restored session:
+    the answerer's active context and the memory server's tools; for an agent we did not
+    write (no backbone), the restored history alone."""
+    from harness.kit.agents.builtin import as_answerer
+    from memory_server import tools_specs
+    from runtime.agent import Agent
+
+    session = restored.model_copy(update={"messages": list(restored.messages)})
+    if backbone is None:  # an agent we did not write: its prompt is its own
+        return list(session.messages), []
+    as_answerer(session, backbone.model, budget, adapters)
+    tools = tools_specs()
+    return Agent(session, backbone, OfferedTools(tools)).active_context(), tools
+
+
+def _state_plan(
+    state: str,
+    source: StateSource,
+    context: list[Message],
+    tools: list[ToolSpec],
+    counter: PromptCounter,
+    messages: list[UserMessage],
+    eit: int | None,
+) -> StatePlan:
+    """One state's probes: the prefix they share and the mean input of a probe's first call
+    (the first probe's whole prompt, its question's tokens swapped for the mean question's)."""
+    prefix = counter.prompt(context, tools)
+    first = counter.prompt([*context, messages[0]], tools)
+    alone = _question_tokens(counter, messages)
+    mean = first + sum(alone) / len(alone) - alone[0]
+    return StatePlan(
+        state=state,
+        source=source,
+        probes=len(messages),
+        probe_input=round(mean, 1),
+        prefix=prefix,
+        checkpoint_eit=eit,
     )
 
 

@@ -24,64 +24,72 @@ cue_app = typer.Typer(
 
 PackArgument = Annotated[str, typer.Argument(help="bundled CUE pack name (cue-en) or a folder")]
 
+# -- the options of ``mirage cue run`` -------------------------------------------------------
+
+RunPackOption = Annotated[str | None, typer.Option(help="CUE pack name or folder (default cue-en)")]
+SystemsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--system",
+        help="Memory system to run (repeatable): full-context, naive-rag, mirage-memory, "
+        "agent (with --agent), or one named in --config; replaces the config's conditions "
+        "and contrasts",
+    ),
+]
+RunModelOption = Annotated[
+    str | None, typer.Option(*MODEL, help="Answerer model (default the embedded SmolLM2)")
+]
+RunOutOption = Annotated[Path | None, typer.Option(*OUT, help="Output folder; re-run to resume")]
+RunConfigOption = Annotated[
+    Path | None,
+    typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
+]
+StudyOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="A study file (TOML, the keys of the run config; docs/cue.md), read strictly; "
+        "flags given here override it. Every run writes its resolved study to "
+        "OUT/MODEL/study.toml",
+        dir_okay=False,
+    ),
+]
+SystemImageLevelOption = Annotated[
+    str, typer.Option(help="Image caption level for --system: brief, medium, detailed")
+]
+SystemAudioLevelOption = Annotated[
+    str, typer.Option(help="Audio caption level for --system: asr, hint, split")
+]
+AgentOption = Annotated[
+    str | None,
+    typer.Option(help="An agent we did not write as system 'agent': openai:URL or cmd:PATH"),
+]
+AgentModelOption = Annotated[str | None, typer.Option(help="Model name sent to an openai: agent")]
+ApiBaseOption = Annotated[str | None, typer.Option(help="Base URL for a served --model")]
+ReplicatesOption = Annotated[int | None, typer.Option(min=100, help="Bootstrap replicates")]
+SeedOption = Annotated[int | None, typer.Option(help="Bootstrap seed")]
+ConcurrencyOption = Annotated[int | None, typer.Option(min=1, help="Questions in flight at once")]
+
 
 @cue_app.command("run")
 def run_command(
-    pack: Annotated[
-        str | None, typer.Option(help="CUE pack name or folder (default cue-en)")
-    ] = None,
-    system: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--system",
-            help="Memory system to run (repeatable): full-context, naive-rag, mirage-memory, "
-            "agent (with --agent), or one named in --config; replaces the config's conditions "
-            "and contrasts",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(*MODEL, help="Answerer model (default the embedded SmolLM2)")
-    ] = None,
-    out: Annotated[Path | None, typer.Option(*OUT, help="Output folder; re-run to resume")] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
-    ] = None,
-    study: Annotated[
-        Path | None,
-        typer.Option(
-            help="A study file (TOML, the keys of the run config; docs/cue.md), read strictly; "
-            "flags given here override it. Every run writes its resolved study to "
-            "OUT/MODEL/study.toml",
-            dir_okay=False,
-        ),
-    ] = None,
-    image_level: Annotated[
-        str, typer.Option(help="Image caption level for --system: brief, medium, detailed")
-    ] = "detailed",
-    audio_level: Annotated[
-        str, typer.Option(help="Audio caption level for --system: asr, hint, split")
-    ] = "split",
-    agent: Annotated[
-        str | None,
-        typer.Option(help="An agent we did not write as system 'agent': openai:URL or cmd:PATH"),
-    ] = None,
-    agent_model: Annotated[
-        str | None, typer.Option(help="Model name sent to an openai: agent")
-    ] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL for a served --model")] = None,
-    replicates: Annotated[int | None, typer.Option(min=100, help="Bootstrap replicates")] = None,
-    seed: Annotated[int | None, typer.Option(help="Bootstrap seed")] = None,
-    concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Questions in flight at once")
-    ] = None,
+    pack: RunPackOption = None,
+    system: SystemsOption = None,
+    model: RunModelOption = None,
+    out: RunOutOption = None,
+    config: RunConfigOption = None,
+    study: StudyOption = None,
+    image_level: SystemImageLevelOption = "detailed",
+    audio_level: SystemAudioLevelOption = "split",
+    agent: AgentOption = None,
+    agent_model: AgentModelOption = None,
+    api_base: ApiBaseOption = None,
+    replicates: ReplicatesOption = None,
+    seed: SeedOption = None,
+    concurrency: ConcurrencyOption = None,
 ) -> None:
     """Answer every question of a CUE pack under each condition (memory system × caption levels),
     then write summary.json, report.md and figures. With no options: the bundled cue-en pack,
     full context, naive RAG and the mirage memory server, answered by the embedded SmolLM2."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     from harness.cue.report import summary_table
 
     run = _make_run(
@@ -101,6 +109,17 @@ def run_command(
         seed=seed,
     )
     started = time.perf_counter()
+    files = _execute_with_progress(run)
+    typer.echo(summary_table(files.metrics))
+    typer.echo(f"\nreport: {files.report}\nfinished in {time.perf_counter() - started:.0f} s")
+
+
+def _execute_with_progress(run: Any) -> Any:
+    """``_execute`` with rich's progress bars (description, bar, done/total, elapsed) on
+    stderr; the run's result files."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
     columns = (
         "[progress.description]{task.description}",
         BarColumn(),
@@ -109,9 +128,7 @@ def run_command(
     )
     with Progress(*columns, console=Console(stderr=True)) as progress:
         run.progress = progress
-        files = _execute(run)
-    typer.echo(summary_table(files.metrics))
-    typer.echo(f"\nreport: {files.report}\nfinished in {time.perf_counter() - started:.0f} s")
+        return _execute(run)
 
 
 def _make_run(config_path: Path | None, study: Path | None, **options: Any) -> Any:

@@ -14,11 +14,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mirage.cli.options import WORKSPACE, aliased, fail, workspace_given
+
+if TYPE_CHECKING:
+    from memory_server.server import MemoryMCPServer
 
 memory_app = typer.Typer(
     name="memory",
@@ -251,34 +254,43 @@ def calls_command(
         typer.echo(record.model_dump_json())
 
 
+ServedWorkspaceOpt = Annotated[
+    Path, typer.Option(*WORKSPACE, help="Workspace folder.", exists=True, file_okay=False)
+]
+HttpOpt = Annotated[
+    str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
+]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option(help="Bearer token required from HTTP clients.", envvar="MIRAGE_MEMORY_TOKEN"),
+]
+DefaultTagOpt = Annotated[
+    str | None, typer.Option(help="Attribution tag for calls that carry none (stdio).")
+]
+ServedCallLogOpt = Annotated[
+    Path | None, typer.Option(help="Call log path (default <workspace>/.mirage/calls.jsonl).")
+]
+ServedVersionOpt = Annotated[
+    str | None, typer.Option(help="Serve one stored workspace version, read-only.")
+]
+LogFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Append logs (everything this server writes to stderr) to this file instead "
+        "of stderr, once it is serving; e.g. for a stdio server inside a chat screen."
+    ),
+]
+
+
 @memory_app.command("serve")
 def serve_command(
-    workspace: Annotated[
-        Path, typer.Option(*WORKSPACE, help="Workspace folder.", exists=True, file_okay=False)
-    ],
-    http: Annotated[
-        str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(help="Bearer token required from HTTP clients.", envvar="MIRAGE_MEMORY_TOKEN"),
-    ] = None,
-    tag: Annotated[
-        str | None, typer.Option(help="Attribution tag for calls that carry none (stdio).")
-    ] = None,
-    call_log: Annotated[
-        Path | None, typer.Option(help="Call log path (default <workspace>/.mirage/calls.jsonl).")
-    ] = None,
-    version: Annotated[
-        str | None, typer.Option(help="Serve one stored workspace version, read-only.")
-    ] = None,
-    log_file: Annotated[
-        Path | None,
-        typer.Option(
-            help="Append logs (everything this server writes to stderr) to this file instead "
-            "of stderr, once it is serving; e.g. for a stdio server inside a chat screen."
-        ),
-    ] = None,
+    workspace: ServedWorkspaceOpt,
+    http: HttpOpt = None,
+    token: TokenOpt = None,
+    tag: DefaultTagOpt = None,
+    call_log: ServedCallLogOpt = None,
+    version: ServedVersionOpt = None,
+    log_file: LogFileOpt = None,
     model: EmbeddingModelOpt = None,
     old_model: OldEmbeddingModelOpt = None,
     chroma_url: ChromaOpt = None,
@@ -287,28 +299,79 @@ def serve_command(
     """Run the MCP memory server (stdio by default). Started by hand on a terminal (or over
     HTTP) it prints client config snippets to stderr; started by an MCP client it does not."""
     _set_threads(threads or 1)
+    host, port = _checked_address(http, token) if http else (None, None)
+    server = _built_server(
+        workspace,
+        model=model,
+        old_model=old_model,
+        chroma_url=chroma_url,
+        call_log=call_log,
+        tag=tag,
+        version=version,
+        transport="http" if http else "stdio",
+    )
+    _log_and_warm_up(server, workspace, http, version, log_file)
+    if host is not None or sys.stdin.isatty():
+        typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
+    if host is None or port is None:
+        server.run("stdio")
+        return
+    from memory_server.http import serve_http
+
+    serve_http(server, host=host, port=port, token=token)
+
+
+def _checked_address(http: str, token: str | None) -> tuple[str, int]:
+    """``--http HOST:PORT`` parsed, and the binding checked (off loopback only with a token);
+    a bad one ends the command as a usage error."""
+    host, port = _parse_http(http)
+    from memory_server.http import check_binding
+
+    try:
+        check_binding(host, token)
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+    return host, port
+
+
+def _built_server(
+    workspace: Path,
+    *,
+    model: str | None,
+    old_model: str | None,
+    chroma_url: str | None,
+    call_log: Path | None,
+    tag: str | None,
+    version: str | None,
+    transport: str,
+) -> MemoryMCPServer:
+    """The memory server of ``workspace`` (not running yet); a workspace, index option or
+    version it cannot serve ends the command with its one-line reason."""
     from memory_server.errors import MemoryServerError
     from memory_server.server import build_server
 
-    host, port = _parse_http(http) if http else (None, None)
-    if host is not None:
-        from memory_server.http import check_binding
-
-        try:
-            check_binding(host, token)
-        except ValueError as exc:
-            raise fail(str(exc)) from exc
     try:
-        server = build_server(
+        return build_server(
             workspace,
             index_config=_index_config(model, old_model, chroma_url),
             call_log=call_log,
             tag=tag,
             version=version,
-            transport="http" if http else "stdio",
+            transport=transport,
         )
     except (MemoryServerError, ValueError) as exc:
         raise fail(str(exc)) from exc
+
+
+def _log_and_warm_up(
+    server: MemoryMCPServer,
+    workspace: Path,
+    http: str | None,
+    version: str | None,
+    log_file: Path | None,
+) -> None:
+    """Send stderr to ``log_file`` (when given), log ``memory.serving``, and warm the server up
+    in a background thread: a client's initialize must not wait for the model."""
     import threading
 
     import structlog
@@ -318,16 +381,7 @@ def serve_command(
     structlog.get_logger(__name__).info(
         "memory.serving", workspace=str(workspace), transport=http or "stdio", version=version
     )
-    # Warm up while already serving: a client's initialize must not wait for the model.
     threading.Thread(target=server.service.warm_up, name="warm-up", daemon=True).start()
-    if host is not None or sys.stdin.isatty():
-        typer.echo(client_config_text(workspace, host, port, token, tag), err=True)
-    if host is None or port is None:
-        server.run("stdio")
-        return
-    from memory_server.http import serve_http
-
-    serve_http(server, host=host, port=port, token=token)
 
 
 def _parse_http(value: str) -> tuple[str, int]:

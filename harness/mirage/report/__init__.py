@@ -45,13 +45,15 @@ from harness.mirage.report.formats import (
 from harness.mirage.report.html import HTML_FILE, answerer_label, write_html
 from harness.mirage.report.instrument import check_section
 from harness.mirage.report.summary_checks import (
+    RetentionCheck,
+    SummaryCheck,
     degenerate_lines,
     degenerate_markdown,
     retention_checks,
     retention_markdown,
     summary_checks,
 )
-from harness.mirage.retry import failure_summary, failures_section
+from harness.mirage.retry import FailureSummary, failure_summary, failures_section
 from harness.mirage.visibility import check_visibility, read_visibility
 
 SUMMARY_FILE = "summary.json"
@@ -99,7 +101,9 @@ def render_markdown(
     note: str | None = None,
     provenance: Provenance | None = None,
 ) -> str:
-    roles = agg.roles
+    """The body of ``report.md``: title, provenance, scoring line (and ``note``), Tables 1 and 2,
+    intervals and repeats, transitions and drift, retrieval paths, the visibility map, the
+    Cm − C0 deltas and the figures."""
     sections = [
         f"# {title}",
         provenance_markdown(provenance),
@@ -108,6 +112,22 @@ def render_markdown(
         f"(definitions: docs/metrics.md). Runs: {agg.runs}. Percentages are means of the "
         "per-run rates; PF is the mean count per run (per-run values and totals in "
         "details.json); n counts recorded probes over all runs.",
+        *_state_sections(agg),
+        *_transition_sections(agg),
+        *_path_sections(agg),
+        *_visibility_sections(agg),
+        "## Cm − C0 (percentage points)",
+        tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
+        "## Figures",
+        "\n".join(f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures) or "None.",
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def _state_sections(agg: Aggregate) -> list[str]:
+    """Tables 1 and 2 (per state and condition, cross-state), Wilson intervals, repeats."""
+    roles = agg.roles
+    return [
         "## Table 1 — metrics per state and condition",
         "AC over parsed probes; SC, VC, GC, WS over parsed answerable probes; HR over parsed "
         "unanswerable probes; MI over all recorded answerable probes (PF counts as 0); "
@@ -123,12 +143,25 @@ def render_markdown(
         tables.intervals_table(agg),
         "## Mean ± SD over repeats",
         tables.repeats_table(agg),
+    ]
+
+
+def _transition_sections(agg: Aggregate) -> list[str]:
+    """Grounding transitions across the three roles, then retention and source drift."""
+    roles = agg.roles
+    return [
         f"## Grounding transitions {roles.d0} → {roles.deep} → {roles.post}",
         "Answerable probes recorded in all three states, counted over all runs; ✓ grounded "
         "(GC=1), × not grounded or PF.",
         tables.transitions_table(agg),
         f"## Retention and source drift {roles.d0} → {roles.deep} (pooled over runs)",
         tables.drift_table(agg),
+    ]
+
+
+def _path_sections(agg: Aggregate) -> list[str]:
+    """Retrieval-path composition, then GC, VC and OG per path."""
+    return [
         "## Retrieval-path composition",
         "The four paths in priority order R_context > R_boot > R_tool > R_none (docs/metrics.md): "
         "share of recorded probes, mean over runs (probes over all runs in parentheses); "
@@ -139,6 +172,13 @@ def render_markdown(
         "Parsed answerable probes on each path, pooled over runs (counts in parentheses). VC on "
         "R_none is a right value with no access path (Table 1's VC∧R_none per run).",
         tables.path_grounding_table(agg),
+    ]
+
+
+def _visibility_sections(agg: Aggregate) -> list[str]:
+    """The visibility map (where each artifact's content is per checkpoint), then GC per
+    visibility class."""
+    return [
         "## Visibility map — where each planted artifact's content is at each checkpoint",
         "verbatim: in the active context outside the compaction summary; summary only: only "
         "the compaction summary holds it; notes only: only the workspace notes (memory flush); "
@@ -148,12 +188,7 @@ def render_markdown(
         "Each answerable probe joins the class of its gold artifact at its state (pooled over "
         "runs): it shows which evidence the compaction dropped behind Δcomp.",
         tables.visibility_gc_table(agg),
-        "## Cm − C0 (percentage points)",
-        tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
-        "## Figures",
-        "\n".join(f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures) or "None.",
     ]
-    return "\n\n".join(sections) + "\n"
 
 
 def _usage_section(usages: list[ModelUsage]) -> str:
@@ -211,35 +246,14 @@ def write_report(
         aggregate=agg,
         flagged=degenerate_lines(checked),
     )
-    usage = {"usage": [u.model_dump(mode="json") for u in usages]}
-    rows = format_rows(agg, records)
-    by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
     failures = failure_summary(records)
-    failed = {"failed_probes": failures.model_dump(mode="json")}
-    block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
-    compaction = (
-        {
-            "summary_checks": [{**c.model_dump(mode="json"), "line": c.line} for c in checked],
-            "retention_checks": [c.model_dump(mode="json") for c in retention],
-        }
-        if checked
-        else {}
-    )
-    _write_json(
-        files.summary, {**block, **agg.summary(), **failed, **usage, **by_format, **compaction}
-    )
+    summary = _summary_payload(agg, records, usages, failures, provenance, checked, retention)
+    _write_json(files.summary, summary)
     _write_json(files.details, details(agg))
-    sections = render_markdown(agg, figures, note=note, provenance=provenance)
-    sections += failures_section(failures)
-    sections += formats_section(out, agg, records)
-    sections += _usage_section(usages)
-    instrument, _ = check_section({answerer_label(out, records): records})
-    flagged = "\n\n".join(
-        part for part in (degenerate_markdown(checked), retention_markdown(retention)) if part
-    )
-    preface = "\n\n".join(part for part in (flagged, instrument) if part)
-    sections += _attribution_section(out) + (f"\n{preface}\n" if preface else "")
-    files.report.write_text(sections, encoding="utf-8")
+    body = _report_body(out, agg, records, figures, note, provenance, failures, usages)
+    preface = _preface(out, records, checked, retention)
+    body += _attribution_section(out) + (f"\n{preface}\n" if preface else "")
+    files.report.write_text(body, encoding="utf-8")
     label = answerer_label(out, records)
     write_html(
         files.html,
@@ -251,3 +265,66 @@ def write_report(
         preface=preface,
     )
     return files
+
+
+def _summary_payload(
+    agg: Aggregate,
+    records: list[ProbeRecord],
+    usages: list[ModelUsage],
+    failures: FailureSummary,
+    provenance: Provenance | None,
+    checked: list[SummaryCheck],
+    retention: list[RetentionCheck],
+) -> dict[str, object]:
+    """What ``summary.json`` holds: the provenance (when recorded), the aggregate's summary,
+    the failed probes, the usage, and when there are any the summary-format rows and the
+    compaction summaries' checks."""
+    usage = {"usage": [u.model_dump(mode="json") for u in usages]}
+    rows = format_rows(agg, records)
+    by_format = {"summary_formats": [r.model_dump(mode="json") for r in rows]} if rows else {}
+    failed = {"failed_probes": failures.model_dump(mode="json")}
+    block = {"provenance": provenance.model_dump(mode="json")} if provenance else {}
+    compaction = (
+        {
+            "summary_checks": [{**c.model_dump(mode="json"), "line": c.line} for c in checked],
+            "retention_checks": [c.model_dump(mode="json") for c in retention],
+        }
+        if checked
+        else {}
+    )
+    return {**block, **agg.summary(), **failed, **usage, **by_format, **compaction}
+
+
+def _report_body(
+    out: Path,
+    agg: Aggregate,
+    records: list[ProbeRecord],
+    figures: list[Path],
+    note: str | None,
+    provenance: Provenance | None,
+    failures: FailureSummary,
+    usages: list[ModelUsage],
+) -> str:
+    """``report.md`` up to the attribution: the rendered tables, then the failed probes, the
+    summary formats, and tokens and cost."""
+    sections = render_markdown(agg, figures, note=note, provenance=provenance)
+    sections += failures_section(failures)
+    sections += formats_section(out, agg, records)
+    sections += _usage_section(usages)
+    return sections
+
+
+def _preface(
+    out: Path,
+    records: list[ProbeRecord],
+    checked: list[SummaryCheck],
+    retention: list[RetentionCheck],
+) -> str:
+    """The flagged checks as Markdown sections ("" when there are none): degenerate compaction
+    summaries, reference summarizers' retention, the instrument check. They end ``report.md``
+    and come first on the HTML page."""
+    instrument, _ = check_section({answerer_label(out, records): records})
+    flagged = "\n\n".join(
+        part for part in (degenerate_markdown(checked), retention_markdown(retention)) if part
+    )
+    return "\n\n".join(part for part in (flagged, instrument) if part)
