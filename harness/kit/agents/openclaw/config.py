@@ -113,14 +113,6 @@ def scaled_budget(default: int, window: int, budget_window: int) -> int:
 
 def generate_config(settings: GatewaySettings) -> dict[str, Any]:
     """The OpenClaw config for one gateway start (a JSON-compatible dict)."""
-    window = settings.window
-    scale = (window, settings.budget_window)
-    models = [
-        _model_entry(TRUNK_MODEL, window, settings.answer_max_tokens),
-        _model_entry(ANSWER_MODEL, window, settings.answer_max_tokens),
-        _model_entry(HOUSEKEEPING_MODEL, window, settings.housekeeping_max_tokens),
-    ]
-    housekeeping = f"{PROVIDER}/{HOUSEKEEPING_MODEL}"
     return {
         "gateway": {
             "mode": "local",
@@ -149,40 +141,8 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                 "rememberAcrossConversations": False,
             }
         },
-        "agents": {
-            "defaults": {
-                "workspace": str(settings.workspace),
-                "skipBootstrap": True,
-                "skills": [],
-                "heartbeat": {"every": "0m"},
-                "timeoutSeconds": settings.timeouts.turn_s,  # see timeouts.py
-                "model": {"primary": f"{PROVIDER}/{TRUNK_MODEL}"},
-                "compaction": {
-                    "mode": "default",
-                    "model": housekeeping,
-                    "timeoutSeconds": settings.timeouts.call_s,  # default 180 s
-                    "keepRecentTokens": scaled_budget(DEFAULT_KEEP_RECENT, *scale),
-                    "memoryFlush": {
-                        "enabled": True,
-                        "model": housekeeping,
-                        "softThresholdTokens": scaled_budget(DEFAULT_SOFT_THRESHOLD, *scale),
-                    },
-                },
-            }
-        },
-        "models": {
-            "mode": "replace",
-            "catalogRefresh": {"enabled": False},
-            "providers": {
-                PROVIDER: {
-                    "baseUrl": settings.model_base_url,
-                    "apiKey": "unused",
-                    "api": "openai-completions",
-                    "timeoutSeconds": settings.timeouts.call_s,
-                    "models": models,
-                }
-            },
-        },
+        "agents": {"defaults": _agent_defaults(settings)},
+        "models": _models_section(settings),
         "mcp": {
             "servers": {
                 MCP_SERVER: {
@@ -190,6 +150,55 @@ def generate_config(settings: GatewaySettings) -> dict[str, Any]:
                     "transport": "streamable-http",
                     "toolFilter": {"include": list(MCP_TOOLS)},
                 }
+            }
+        },
+    }
+
+
+def _agent_defaults(settings: GatewaySettings) -> dict[str, Any]:
+    """The agent's workspace, turn timeout, model, and its compaction and memory flush (on the
+    housekeeping model, their token budgets scaled to the window)."""
+    scale = (settings.window, settings.budget_window)
+    housekeeping = f"{PROVIDER}/{HOUSEKEEPING_MODEL}"
+    return {
+        "workspace": str(settings.workspace),
+        "skipBootstrap": True,
+        "skills": [],
+        "heartbeat": {"every": "0m"},
+        "timeoutSeconds": settings.timeouts.turn_s,  # see timeouts.py
+        "model": {"primary": f"{PROVIDER}/{TRUNK_MODEL}"},
+        "compaction": {
+            "mode": "default",
+            "model": housekeeping,
+            "timeoutSeconds": settings.timeouts.call_s,  # default 180 s
+            "keepRecentTokens": scaled_budget(DEFAULT_KEEP_RECENT, *scale),
+            "memoryFlush": {
+                "enabled": True,
+                "model": housekeeping,
+                "softThresholdTokens": scaled_budget(DEFAULT_SOFT_THRESHOLD, *scale),
+            },
+        },
+    }
+
+
+def _models_section(settings: GatewaySettings) -> dict[str, Any]:
+    """mirage's model server as OpenClaw's only provider, with its three model names."""
+    window = settings.window
+    models = [
+        _model_entry(TRUNK_MODEL, window, settings.answer_max_tokens),
+        _model_entry(ANSWER_MODEL, window, settings.answer_max_tokens),
+        _model_entry(HOUSEKEEPING_MODEL, window, settings.housekeeping_max_tokens),
+    ]
+    return {
+        "mode": "replace",
+        "catalogRefresh": {"enabled": False},
+        "providers": {
+            PROVIDER: {
+                "baseUrl": settings.model_base_url,
+                "apiKey": "unused",
+                "api": "openai-completions",
+                "timeoutSeconds": settings.timeouts.call_s,
+                "models": models,
             }
         },
     }
