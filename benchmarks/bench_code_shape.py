@@ -5,7 +5,8 @@
 - the ``run --model`` walk: a short real run (scripted trunk, reference summarizer, the
   retriever reference agent, 2 questions) traced in-process; every project function counts at
   its first call, and the files of those first calls, in call order with repeats collapsed, are
-  the walk: how many files it visits and how often it returns to a file it had left;
+  the walk: how many files it visits and how often it returns to a file it had left (over every
+  package, and over ``harness/mirage/`` and ``mirage/cli/`` alone);
 - OpenClaw mentions outside its packages (``harness/kit/agents/openclaw/``,
   ``harness/mirage/openclaw/``, ``harness/mirage/strategies/openclaw.py``), in the shipped
   packages (not tests, benchmarks or the ``mirage agents`` command that installs it), split into
@@ -143,12 +144,14 @@ def profile(frame, event, arg):
         files.append(name)
 sys.setprofile(profile)
 from mirage.cli import main
+trace_file = sys.argv[2]
+sys.argv = ["mirage", *sys.argv[3:]]
 try:
-    main(sys.argv[3:])
-except SystemExit as exc:
-    code = exc.code
+    main()
+except SystemExit:
+    pass
 sys.setprofile(None)
-Path(sys.argv[2]).write_text(json.dumps(files))
+Path(trace_file).write_text(json.dumps(files))
 """
 
 
@@ -161,12 +164,14 @@ def walk(root: Path) -> dict[str, Any]:
         import json
 
         files = json.loads(trace.read_text())
-    run_files = [f for f in files if f.startswith(("harness/mirage/", "mirage/cli/run"))]
+    run_files = [f for f in files if f.startswith(("harness/mirage/", "mirage/cli/"))]
+    run_walk = [f for i, f in enumerate(run_files) if i == 0 or run_files[i - 1] != f]
     return {
         "args": WALK_ARGS,
         "files_visited": len(set(files)),
         "returns_to_a_file_left": len(files) - len(set(files)),
-        "harness_mirage_files_visited": len(set(run_files)),
+        "mirage_files_visited": len(set(run_walk)),
+        "mirage_returns_to_a_file_left": len(run_walk) - len(set(run_walk)),
     }
 
 
@@ -196,7 +201,9 @@ def main() -> None:
         w = result["run_walk"]
         print(
             f"run --model walk: {w['files_visited']} files visited, "
-            f"{w['returns_to_a_file_left']} returns to a file already left"
+            f"{w['returns_to_a_file_left']} returns to a file already left; in harness/mirage/ "
+            f"and mirage/cli/: {w['mirage_files_visited']} files, "
+            f"{w['mirage_returns_to_a_file_left']} returns"
         )
     print(f"results: {write_results('code_shape', result)}")
 
