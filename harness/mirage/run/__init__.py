@@ -1,8 +1,9 @@
 """``mirage run``: the MIRAGE protocol end to end (papers/mirage.txt, Algorithm 1), one module
 per stage:
 
-1. ``resume``: the output folder can be resumed and every model still needed exists; then the
-   folder is locked and ``run.json`` (options and provenance) and ``study.json`` written;
+1. ``resume``: the output folder can be resumed; every model still needed exists
+   (``backbones``); then the folder is locked and ``run.json`` (options and provenance) and
+   ``study.json`` written;
 2. ``layout``: what the run is (pack, depth states, summary formats, questions, folders) and the
    pack's workspace W, materialised and indexed;
 3. ``family``: one checkpoint per state — the trunk T = plant ⊕ filler built with the trunk
