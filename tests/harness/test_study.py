@@ -174,6 +174,21 @@ def test_the_resolved_study_says_outright_what_depends_on_other_options(tmp_path
     assert every["limit"] == 0
 
 
+def test_every_path_option_is_text_in_a_file_and_absolute_when_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paths (``out``, an agent's settings file) come from ``RunConfig``'s types, not a list."""
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / "mine.json5"
+    settings.write_text("{}")
+    config = RunConfig(agent="openclaw", openclaw_config=Path("mine.json5"), out=Path("o"))
+    written = tomllib.loads(study_text(config))
+    assert written["openclaw_config"] == str(settings) and written["out"] == str(tmp_path / "o")
+    study = tmp_path / "study.toml"
+    study.write_text(study_text(config))
+    assert RunConfig(**read_study(study)).openclaw_config == settings
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)
 def test_every_example_study_is_valid(path: Path) -> None:
     config = RunConfig(**read_study(path))
