@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from memory_server.errors import CorruptStateError, UnknownVersionError
 from memory_server.manifest import BuiltManifest
 
 _CHUNK = 1 << 20
+_TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def sha256_file(path: Path) -> str:
@@ -72,6 +74,14 @@ class HashCache:
     def keys(self) -> set[str]:
         return set(self._entries)
 
+    def forget(self, paths: list[str]) -> None:
+        """Drop the entries of ``paths`` and save: files rewritten in place of others, whose size
+        and modification time could repeat an earlier content's."""
+        for path in paths:
+            if self._entries.pop(path, None) is not None:
+                self._dirty = True
+        self.save(self.keys())
+
     def save(self, keep: set[str]) -> None:
         stale = set(self._entries) - keep
         for key in stale:
@@ -85,6 +95,7 @@ class SnapshotStore:
     def __init__(self, state_dir: Path) -> None:
         self._blobs = state_dir / "blobs"
         self._versions = state_dir / "versions"
+        self._tags = state_dir / "tags"
 
     def blob_path(self, sha: str) -> Path:
         return self._blobs / sha[:2] / sha
@@ -140,6 +151,22 @@ class SnapshotStore:
                 "file still has this content, or restore .mirage/ from a backup"
             )
         return data
+
+    def tag(self, name: str, version: str) -> None:
+        """Name ``version`` (a stored one) ``name``, replacing what that name named."""
+        if not _TAG_NAME.fullmatch(name):
+            raise ValueError(f"version tag {name!r} is not a name of letters, digits, . _ -")
+        self.get_version(version)
+        atomic_write_bytes(self._tags / name, version.encode("ascii"))
+
+    def tagged(self, name: str) -> str | None:
+        """The version named ``name`` (checked), or None when no version has that name."""
+        target = self._tags / name
+        if not _TAG_NAME.fullmatch(name) or not target.is_file():
+            return None
+        version = target.read_text(encoding="ascii", errors="replace").strip()
+        self.get_version(version)
+        return version
 
     def list_versions(self) -> list[str]:
         if not self._versions.is_dir():

@@ -21,8 +21,9 @@ from pathlib import Path
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from memory_server.errors import InvalidInputError, UnknownReferenceError
+from memory_server.errors import CorruptStateError, InvalidInputError, UnknownReferenceError
 from memory_server.manifest import (
+    NOTE_PATH_PATTERN,
     USER_MANIFEST_NAME,
     BuiltManifest,
     FileEntry,
@@ -59,6 +60,7 @@ class Workspace:
         self._lock = threading.RLock()
         self._manifest: BuiltManifest | None = None
         self._resolver: Resolver | None = None
+        self._version_resolvers: dict[str, Resolver] = {}  # a version never changes
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Workspace:
@@ -85,7 +87,7 @@ class Workspace:
     def refresh(self) -> BuiltManifest:
         """Rescan the files (unchanged files are not re-hashed) and rebuild the manifest."""
         with self._lock:
-            cache = HashCache(self.state_dir / "hashes.json")
+            cache = self._hash_cache()
             hashes = {rel: cache.digest(rel, self.root / rel) for rel in self._walk()}
             cache.save(set(hashes))
             manifest = build_manifest(load_user_manifest(self.root), hashes)
@@ -98,6 +100,9 @@ class Workspace:
             self._manifest = manifest
             self._resolver = Resolver(manifest, self.root, self._read_note_text)
             return manifest
+
+    def _hash_cache(self) -> HashCache:
+        return HashCache(self.state_dir / "hashes.json")
 
     def _walk(self) -> Iterator[str]:
         for directory, dirnames, filenames in os.walk(self.root, followlinks=False):
@@ -121,10 +126,29 @@ class Workspace:
     def resolve(self, ref: str) -> str | None:
         """The canonical artifact id for any reference (id, alias, title, path, derived file,
         dated note, ``path#anchor``), or None when nothing in the workspace matches."""
-        if self._resolver is None:
-            self.refresh()
-        assert self._resolver is not None
-        return self._resolver.resolve(ref)
+        return self.resolver().resolve(ref)
+
+    def resolver(self, version: str | None = None) -> Resolver:
+        """The canonicaliser of the working tree, or of a stored ``version`` (its manifest and
+        its notes' text as they were then: a note's line anchors name that version's lines)."""
+        if version is None:
+            if self._resolver is None:
+                self.refresh()
+            assert self._resolver is not None
+            return self._resolver
+        with self._lock:
+            found = self._version_resolvers.get(version)
+            if found is None:
+
+                def read_note(path: str) -> str | None:
+                    try:
+                        return self.read_bytes(path, version).decode("utf-8", errors="replace")
+                    except (UnknownReferenceError, OSError):
+                        return None
+
+                found = Resolver(self.store.get_version(version), self.root, read_note)
+                self._version_resolvers[version] = found
+            return found
 
     def mentioned_ids(self, text: str) -> list[str]:
         if self._resolver is None:
@@ -188,6 +212,34 @@ class Workspace:
 
     def version(self, version: str) -> BuiltManifest:
         return self.store.get_version(version)
+
+    def checkout(self, version: str) -> None:
+        """Make the working tree's dated notes (its only writable files) what they were in
+        ``version``: notes that differ get that version's bytes back, notes it did not have are
+        removed. Any other file that differs from ``version`` raises ``CorruptStateError``
+        (those are read-only: the tree is not a state of this workspace any more)."""
+        with self._lock, self._file_lock():
+            wanted = {path: e.sha256 for path, e in self.store.get_version(version).files.items()}
+            live = {path: e.sha256 for path, e in self.refresh().files.items()}
+            changed = sorted(p for p in wanted.keys() | live.keys() if wanted.get(p) != live.get(p))
+            fixed = [path for path in changed if not NOTE_PATH_PATTERN.match(path)]
+            if fixed:
+                raise CorruptStateError(
+                    f"cannot check out workspace version {version}: {fixed[0]} differs from it "
+                    "and is not a dated note (only memory/YYYY-MM-DD.md may change)"
+                )
+            for path in changed:
+                target = confine(self.root, path)
+                if path in wanted:
+                    label = f"{path!r} in workspace version {version}"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_bytes(target, self.store.read_blob(wanted[path], label))
+                else:
+                    target.unlink()
+            self._hash_cache().forget(changed)
+            self.refresh()
+        if changed:
+            log.info("workspace.checkout", version=version, notes=len(changed))
 
     # -- the one write ----------------------------------------------------------------------
 

@@ -112,6 +112,9 @@ class CheckpointManifest(BaseModel):
     branched_from: str | None = None
     """``pre-compaction`` for a format's compaction states branched after the trunk (None: the
     trunk's own checkpoint, the format it compacted with inline)."""
+    pre_flush_workspace_version: str | None = None
+    """``pre-compaction`` only: the workspace version right before the trunk's memory flush,
+    where a format whose flush differs from the trunk's starts its own."""
 
 
 class Checkpoint(BaseModel):
@@ -188,6 +191,7 @@ def write_checkpoint(
     workspace_version: str | None,
     summary_format: str | None = None,
     branched_from: str | None = None,
+    pre_flush_workspace_version: str | None = None,
 ) -> Checkpoint:
     """Write ``<family_dir>/<state>[@<format>]/`` (replacing what an earlier attempt left)."""
     directory = family_dir / checkpoint_dir_name(state, summary_format)
@@ -204,6 +208,7 @@ def write_checkpoint(
         trunk=trunk,
         summary_format=summary_format,
         branched_from=branched_from,
+        pre_flush_workspace_version=pre_flush_workspace_version,
     )
     atomic_write_bytes(directory / MANIFEST, manifest.model_dump_json(indent=2).encode())
     return Checkpoint(directory=directory, manifest=manifest)
@@ -284,6 +289,20 @@ def read_family_record(family_dir: Path) -> tuple[FamilyRecord | None, str | Non
     if record.trunk.family_id() != family_dir.name:
         return None, f"names trunk {record.trunk.family_id()}, not this folder's {family_dir.name}"
     return record, None
+
+
+def workspace_versions(roots: list[Path]) -> dict[str, str | None]:
+    """The workspace version of every checkpoint under ``roots`` (``<family>/<state>/``) by its
+    snapshot hash, from the manifests alone; unreadable manifests are left out."""
+    versions: dict[str, str | None] = {}
+    for root in roots:
+        for folder in sorted(p.parent for p in root.glob(f"*/*/{MANIFEST}")):
+            try:
+                manifest = read_manifest(folder)
+            except CheckpointError:
+                continue
+            versions.setdefault(manifest.snapshot_sha256, manifest.workspace_version)
+    return versions
 
 
 def _checkpoint_folders(family_dir: Path) -> list[Path]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from compaction.config import split_format
 from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
@@ -32,6 +33,25 @@ CALIBRATION_FORMATS: tuple[str, ...] = (
 retention declared in ``compaction.references``), branched from the pre-compaction state like
 every other format and probed by the reference agents only (docs/references.md)."""
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+FIELD_OF = {
+    "model": "models",
+    "summarizer": "summarizer_model",
+    "summary_format": "summary_formats",
+    "agent_timeout": "agent_timeout_s",
+}
+"""Command-line parameters of ``mirage run`` whose ``RunConfig`` field (or study key) is named
+otherwise."""
+
+
+STUDY_FILE_ONLY = frozenset({"window", "trunk_max_output_tokens", "probe_max_output_tokens"})
+"""``RunConfig`` fields a study file sets but ``mirage run`` has no flag for."""
+
+
+def flag_of(field: str) -> str:
+    """The command-line flag of a ``RunConfig`` field or study key (``summary_formats`` →
+    --summary-format, ``summarizer`` → --summarizer)."""
+    param = next((p for p, f in FIELD_OF.items() if f == field), field)
+    return "--agent" if field == "agent_kind" else "--" + param.replace("_", "-")
 
 
 class Shard(BaseModel):
@@ -184,13 +204,34 @@ class RunConfig(BaseModel):
     def primary_format(self) -> str:
         return self.summary_formats[0]
 
+    def arm(self, summary_format: str) -> tuple[str, str]:
+        """(summary format, summarizer) of a formats-axis entry: what its compaction states are
+        made of (a plain format is written by the run's ``summarizer``)."""
+        plain, own = split_format(summary_format)
+        return plain, own or self.summarizer
+
     @property
     def calibration_formats(self) -> list[str]:
-        """The calibration arms this run adds to its formats (none when off)."""
+        """The calibration arms this run adds to its formats (none when off); an arm that one of
+        ``summary_formats`` already is (same format, same summarizer) is not added twice."""
         wanted = self.calibration if self.calibration is not None else self._references_wanted
         if not wanted or self.agent is not None:
             return []
-        return [arm for arm in CALIBRATION_FORMATS if arm not in self.summary_formats]
+        given = {self.arm(entry) for entry in self.summary_formats}
+        return [arm for arm in CALIBRATION_FORMATS if self.arm(arm) not in given]
+
+    @model_validator(mode="after")
+    def _arms_distinct(self) -> RunConfig:
+        seen: dict[tuple[str, str], str] = {}
+        for entry in self.summary_formats:
+            first = seen.setdefault(self.arm(entry), entry)
+            if first != entry:
+                plain, summarizer = self.arm(entry)
+                raise ValueError(
+                    f"--summary-format {first} and {entry} are the same arm ({plain} written by "
+                    f"{summarizer}): give it once"
+                )
+        return self
 
     @property
     def _references_wanted(self) -> bool:

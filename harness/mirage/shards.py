@@ -112,6 +112,7 @@ def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyF
     study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
     study["summarizer"] = config.summarizer
     study["agent_kind"] = agent_spec(config.agent, named=NAMED_AGENTS)[0] if config.agent else None
+    study["calibration_formats"] = config.calibration_formats
     shard = None if config.shard is None else str(config.shard)
     return StudyFile(shard=shard, study=study, pack_digest=pack_digest(pack_root), family=family)
 
@@ -136,6 +137,18 @@ def _study_problem(path: Path) -> tuple[StudyFile | None, str]:
         return None, f"cannot read ({exc.strerror or exc})"
     except ValidationError as exc:
         return None, f"not a valid study file ({validation_problem(exc)})"
+
+
+def earlier_study(out: Path) -> StudyFile | None:
+    """The ``study.json`` an earlier run wrote in ``out``, or None when there is none; one that
+    cannot be read raises ``ValueError`` (one line)."""
+    path = out / STUDY_FILE
+    if not path.is_file():
+        return None
+    study, problem = _study_problem(path)
+    if study is None:
+        raise ValueError(f"{path}: {problem}; restore it, or use a new --out")
+    return study
 
 
 def read_study(folder: Path) -> StudyFile:

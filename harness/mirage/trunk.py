@@ -11,22 +11,24 @@ acknowledgement, so one checkpoint family can be shared by every answerer withou
 Summary formats: the trunk compacts with the run's first format and, right before its first
 compaction (after the memory flush), captures the branch point; ``branch_formats`` gives every
 other format its own compaction states from a fresh restore of that branch point, so the shared
-trunk and its S1 states are built once (the paper's appendix A.2).
+trunk and its S1 states are built once (the paper's appendix A.2). Each branch runs on the
+workspace as the branch point had it (or as it was before the trunk's flush, when the branch
+writes its own), never on what another branch wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import structlog
 
 from compaction.compactor import Reason
 from compaction.config import CompactionConfig, split_format
-from compaction.flush import FlushRecord
+from compaction.flush import FLUSH_STATE_KEY, FlushRecord, flush_records
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
-from compaction.references import NoteWriter
+from compaction.references import REFERENCE_SUMMARIZER_PREFIX
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -51,6 +53,9 @@ from runtime.toolset import Toolset
 log = structlog.get_logger(__name__)
 
 RUN_WORKSPACE = "workspace"  # the run's workspace, relative to its --out (MirageRun.workspace)
+PACK_VERSION_TAG = "pack"
+"""The run workspace's version as the pack materialised it: a trunk built in the run folder
+starts from it, not from notes an earlier, unfinished trunk wrote."""
 
 SCRIPTED_ACKNOWLEDGEMENT = (
     "Understood. I have noted the details of this task and will keep your constraints in mind "
@@ -116,11 +121,26 @@ def check_states_reachable(profile: DepthProfile, threshold: int) -> None:
 class BranchingPolicy(CompactionPolicy):
     """The trunk's compaction policy: keeps the session (as snapshot bytes) as it was right
     before the first threshold compaction, after the memory flush — the summary formats'
-    branch point. A compaction that fails is retried on a later turn, which keeps a new one."""
+    branch point — and, given ``workspace_version``, the workspace version right before the
+    first cycle's flush (where a format whose flush differs from the trunk's starts). A
+    compaction that fails is retried on a later turn, which keeps a new one."""
 
-    def __init__(self, config: CompactionConfig, summarizer: Backbone | None) -> None:
+    def __init__(
+        self,
+        config: CompactionConfig,
+        summarizer: Backbone | None,
+        workspace_version: Callable[[], str | None] | None = None,
+    ) -> None:
         super().__init__(config, summarizer=summarizer)
         self.branch_point: bytes | None = None
+        self.workspace_version = workspace_version
+        self.pre_flush_version: str | None = None
+
+    async def flush(self, agent: Agent, eit: int) -> FlushRecord:
+        first = agent.session.compaction_count == 0 and not flush_records(agent.session)
+        if first and self.workspace_version is not None:
+            self.pre_flush_version = self.workspace_version()
+        return await super().flush(agent, eit)
 
     async def compact(
         self,
@@ -157,11 +177,12 @@ class TrunkRunner:
         self.pack, self.trunk, self.profile, self.agent = pack, trunk, profile, agent
         self.family_dir = family_dir
         self.workspace_version = workspace_version
+        if isinstance(agent.policy, BranchingPolicy):
+            agent.policy.workspace_version = workspace_version
         self.summary_format = summary_format
         self.driver = TrunkDriver(self, pack, profile, trunk.seed)
         self.branch_point: Checkpoint | None = None
         self.branched_from: str | None = None  # BRANCH_POINT for a format branched later
-        self.flushed: FlushRecord | None = None  # a branch's own flush (reference summarizers)
         self.position = 0
 
     @property
@@ -205,8 +226,9 @@ class TrunkRunner:
         return checkpoint
 
     def _capture_branch_point(self) -> None:
-        """The session the policy kept during the last turn (after the turn's memory flush,
-        before its first compaction); the workspace is as then: compaction writes none."""
+        """The session the policy kept during the last turn (after the first cycle's memory
+        flush, before its first compaction); the workspace is as then (compaction writes none),
+        and the manifest also names the workspace version from before that flush."""
         policy = self.agent.policy
         if not isinstance(policy, BranchingPolicy) or policy.branch_point is None:
             return
@@ -220,6 +242,7 @@ class TrunkRunner:
             trunk_position=self.position,
             trunk_turns_total=self.position,
             workspace_version=self.workspace_version(),
+            pre_flush_workspace_version=policy.pre_flush_version,
         )
         log.info("checkpoint", state=BRANCH_POINT, eit=session.ledger.current_eit)
 
@@ -236,16 +259,16 @@ class TrunkRunner:
         discard_unfinished_family(self.family_dir)  # what an interrupted trunk left behind
         return await self.driver.run(on_turn)
 
-    async def run_branch(self) -> dict[str, Checkpoint]:
-        """On a session restored from the branch point: this format's first compaction, then
-        its compaction states (all must come right after it)."""
+    async def run_branch(self, own_flush: bool) -> dict[str, Checkpoint]:
+        """On a session restored from the branch point (and a workspace checked out to match):
+        with ``own_flush``, this format's memory flush in place of the trunk's, then its first
+        compaction, then its compaction states (all must come right after it)."""
         policy, agent = self.agent.policy, self.agent
         assert isinstance(policy, CompactionPolicy)
         keep = policy.budget(agent).keep_recent
-        if policy.config.memory_flush and isinstance(policy.summarizer(agent), NoteWriter):
-            # the trunk model flushed before the branch point; a reference summarizer's own
-            # flush writes its declared notes now, before its compaction
-            self.flushed = await policy.flush(agent, agent.session.ledger.current_eit)
+        if own_flush:
+            agent.session.tool_state.pop(FLUSH_STATE_KEY, None)  # the trunk's flush, replaced
+            await policy.flush(agent, agent.session.ledger.current_eit)
         await policy.compact(agent, reason="threshold", keep_recent_tokens=keep)
         if agent.session.compaction_count == 0:
             failures = agent.session.tool_state.get(FAILURES_STATE_KEY) or [{}]
@@ -264,6 +287,23 @@ class TrunkRunner:
         return {spec.name: self.checkpoints[spec.name] for spec in compaction_states}
 
 
+def flush_writer(summary_format: str, summarizer_model: str) -> str | None:
+    """Who writes the memory flush of a trunk or branch compacting with ``summary_format``
+    (``summarizer_model``: the trunk's summarizer): a reference summarizer's name (it writes
+    its declared notes, ``compaction.references.NoteWriter``), or None for the trunk model's
+    own flush turn."""
+    summarizer = split_format(summary_format)[1] or summarizer_model
+    return summarizer if summarizer.startswith(REFERENCE_SUMMARIZER_PREFIX) else None
+
+
+class WorkspaceVersions(Protocol):
+    """The run's workspace as the branches need it (``memory_server.workspace.Workspace``)."""
+
+    def snapshot(self) -> str: ...
+
+    def checkout(self, version: str) -> None: ...
+
+
 async def branch_formats(
     branch_point: Checkpoint,
     formats: Sequence[str],
@@ -271,40 +311,61 @@ async def branch_formats(
     toolset: Toolset | None,
     pack: Pack,
     profile: DepthProfile,
+    workspace: WorkspaceVersions,
+    trunk_format: str,
     on_branch: Callable[[str], None] | None = None,
-    snapshot: Callable[[], str | None] | None = None,
 ) -> dict[str, dict[str, Checkpoint]]:
     """The compaction states of each format in ``formats``, each from a fresh restore of
-    ``branch_point`` (written next to it, in the same family); ``on_branch`` is called with
-    each format once its states are written. A branch whose own flush wrote notes names the
-    workspace version ``snapshot`` gives after it; every other one the branch point's."""
+    ``branch_point`` (written next to it, in the same family) on the workspace as the branch
+    point had it: a format whose memory flush is the trunk's (``trunk_format``'s, the format
+    the trunk compacted with) keeps the branch point's workspace version; any other writes its
+    own flush on the version from before the trunk's, in its place. No format sees what
+    another wrote, whatever their order; the working tree is left as it was found.
+    ``on_branch`` is called with each format once its states are written."""
     manifest = branch_point.manifest
+    summarizer = manifest.trunk.summarizer_model
+    trunk_writer = flush_writer(trunk_format, summarizer)
+    found = workspace.snapshot()
     branches: dict[str, dict[str, Checkpoint]] = {}
-    for summary_format in formats:
-        session = load_snapshot(branch_point.snapshot_path)
-        agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
-        runner: TrunkRunner
-
-        def version() -> str | None:
-            wrote = runner.flushed is not None and runner.flushed.appended > 0  # noqa: B023
-            return snapshot() if wrote and snapshot is not None else manifest.workspace_version
-
-        runner = TrunkRunner(
-            pack,
-            manifest.trunk,
-            profile,
-            agent,
-            branch_point.directory.parent,
-            version,
-            summary_format,
-        )
-        runner.position = manifest.trunk_position
-        runner.branched_from = BRANCH_POINT
-        branches[summary_format] = await runner.run_branch()
-        log.info("summary_format_branched", summary_format=summary_format)
-        if on_branch is not None:
-            on_branch(summary_format)
+    try:
+        for summary_format in formats:
+            own_flush = manifest.trunk.memory_flush and (
+                flush_writer(summary_format, summarizer) != trunk_writer
+            )
+            workspace.checkout(_branch_base(branch_point, summary_format, own_flush))
+            session = load_snapshot(branch_point.snapshot_path)
+            agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
+            runner = TrunkRunner(
+                pack,
+                manifest.trunk,
+                profile,
+                agent,
+                branch_point.directory.parent,
+                workspace.snapshot,
+                summary_format,
+            )
+            runner.position = manifest.trunk_position
+            runner.branched_from = BRANCH_POINT
+            branches[summary_format] = await runner.run_branch(own_flush)
+            log.info("summary_format_branched", summary_format=summary_format, flush=own_flush)
+            if on_branch is not None:
+                on_branch(summary_format)
+    finally:
+        workspace.checkout(found)
     return branches
+
+
+def _branch_base(branch_point: Checkpoint, summary_format: str, own_flush: bool) -> str:
+    """The workspace version a format's branch starts from (see ``branch_formats``)."""
+    manifest = branch_point.manifest
+    base = manifest.pre_flush_workspace_version if own_flush else manifest.workspace_version
+    if base is None:
+        raise TrunkError(
+            f"summary format {summary_format}: {branch_point.directory} names no workspace "
+            f"version{' from before the memory flush' if own_flush else ''} (a family built by "
+            f"an earlier mirage): delete {branch_point.directory.parent} to rebuild the trunk"
+        )
+    return base
 
 
 class TrunkModels(NamedTuple):

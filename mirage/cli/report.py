@@ -72,12 +72,18 @@ def _rescored(
     directory: Path, records: list[ProbeRecord], profile: ScoringProfile, workspace: Path | None
 ) -> list[ProbeRecord]:
     from harness.kit.rundir import WorkspaceNotFoundError
+    from harness.mirage.checkpoints import workspace_versions
     from harness.mirage.records import rescore_record
-    from harness.mirage.scoring.profiles import source_resolver_for
+    from harness.mirage.repath import checkpoint_roots
+    from harness.mirage.scoring.profiles import source_resolvers_for
 
     try:
-        resolver = source_resolver_for(directory, profile, workspace)
-        return [rescore_record(r, resolver, profile) for r in records]
+        resolver_at = source_resolvers_for(directory, profile, workspace)
+        versions = workspace_versions(checkpoint_roots(directory))
+        return [
+            rescore_record(r, resolver_at(versions.get(r.checkpoint_sha256 or "")), profile)
+            for r in records
+        ]
     except (WorkspaceNotFoundError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from exc
 
@@ -86,9 +92,10 @@ def rescore(
     directory: DirArgument, workspace: WorkspaceOption = None, scoring: ScoringOption = "paper"
 ) -> None:
     """Recompute the indicators in DIR/results.jsonl from raw outputs under a scoring profile,
-    canonicalising SOURCE with the run's workspace (an error when it cannot be found); an older
-    record's two-way retrieval path becomes the four-way one, recomputed from its checkpoint
-    when that is still there (path_source checkpoint), else kept and marked binary."""
+    canonicalising SOURCE with the run's workspace at the version each record's checkpoint names
+    (an error when the workspace cannot be found); an older record's two-way retrieval path
+    becomes the four-way one, recomputed from its checkpoint when that is still there
+    (path_source checkpoint), else kept and marked binary."""
     from harness.kit.results import RESULTS_FILE, ResultsLogError, rewrite_records
     from harness.mirage.repath import upgrade_paths
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.mirage.config import RunConfig
+from harness.mirage.config import FIELD_OF, RunConfig, flag_of
 from mirage.cli.options import MODEL, OUT, SUMMARY_FORMAT
 
 DEFAULTS = RunConfig.model_construct()
@@ -201,21 +201,8 @@ DryRun = Annotated[
     ),
 ]
 
-FIELD_OF = {
-    "model": "models",
-    "summarizer": "summarizer_model",
-    "summary_format": "summary_formats",
-    "agent_timeout": "agent_timeout_s",
-}
-"""Command-line parameters whose ``RunConfig`` field (and study key) is named otherwise."""
 NOT_FIELDS = frozenset({"study", "dry_run"})
 """Parameters of the command that are not run options."""
-
-
-def flag_of(field: str) -> str:
-    """The command-line flag of a ``RunConfig`` field (``summary_formats`` → --summary-format)."""
-    param = next((p for p, f in FIELD_OF.items() if f == field), field)
-    return "--" + param.replace("_", "-")
 
 
 def _conditions(value: str) -> list[str]:

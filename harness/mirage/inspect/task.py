@@ -107,11 +107,11 @@ class ProbeSession:
         self.out.mkdir(parents=True, exist_ok=True)
         index = self.run.prepare_workspace()
         self._stack.callback(index.close)
-        self.resolver = self.run.resolver()
         self.results = self._stack.enter_context(
             ResultsLog(self.out / "results.jsonl", ProbeRecord)
         )
         versions = {cp.manifest.workspace_version for cp in self.checkpoints.values()}
+        self.resolvers = {version: self.run.resolver(version) for version in versions}
         self.endpoints: dict[str | None, MemoryEndpoint] = {}
         for version in sorted(versions, key=str):
             endpoint = self._stack.enter_context(
@@ -162,7 +162,8 @@ class ProbeSession:
         tagged, untagged = self.attributor.end(task.tag)
         reply = solver_reply(state, restored, time.perf_counter() - started)
         reply = attributed_reply(reply, task.tag, tagged, untagged)
-        record = record_for(task, reply, self.resolver, self.name, self.profile)
+        resolver = self.resolvers[task.checkpoint.manifest.workspace_version]
+        record = record_for(task, reply, resolver, self.name, self.profile)
         self.results.append(record)
         self._unscored -= 1
         if self._unscored <= 0:  # the last probe: release the log, the servers, the index

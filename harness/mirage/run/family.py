@@ -136,10 +136,14 @@ class TrunkFamily:
         return shared, branches
 
     async def _branch(self, models: TrunkModels, tools: Any, formats: list[str]) -> Branches:
+        from harness.mirage.checkpoints import read_family_record
         from harness.mirage.trunk import branch_formats
         from memory_server.workspace import Workspace
 
         run = self.run
+        record, problem = read_family_record(self.directory)
+        if record is None or record.summary_format is None:
+            raise RunInputError(f"{self.directory}: no trunk format to branch from ({problem})")
         return await branch_formats(
             self._branch_point(formats),
             formats,
@@ -147,8 +151,9 @@ class TrunkFamily:
             tools,
             run.pack,
             run.profile,
+            Workspace.open(run.workspace),
+            record.summary_format,
             run.progress.branches(len(formats)),
-            Workspace.open(run.workspace).snapshot,
         )
 
     def _models(self) -> TrunkModels:
@@ -184,14 +189,17 @@ class TrunkFamily:
     ) -> tuple[dict[str, Checkpoint], dict[str, Checkpoint]]:
         """The shared trunk compacting with ``summary_format``: the states before the first
         compaction, and that format's compaction states."""
-        from harness.mirage.trunk import TrunkRunner, build_trunk_agent
+        from harness.mirage.trunk import PACK_VERSION_TAG, TrunkRunner, build_trunk_agent
         from memory_server.workspace import Workspace
 
         run, trunk, family_dir = self.run, self.trunk_config(), self.directory
         agent = build_trunk_agent(trunk, run.profile, models, tools, run.workspace, summary_format)
-        snapshot = Workspace.open(run.workspace).snapshot
+        workspace = Workspace.open(run.workspace)
+        pack_version = workspace.store.tagged(PACK_VERSION_TAG)
+        if pack_version is not None:  # the notes of an earlier, unfinished trunk go
+            workspace.checkout(pack_version)
         runner = TrunkRunner(
-            run.pack, trunk, run.profile, agent, family_dir, snapshot, summary_format
+            run.pack, trunk, run.profile, agent, family_dir, workspace.snapshot, summary_format
         )
         checkpoints = await runner.run(run.progress.trunk(run.profile.window))
         run.progress.finish_trunk(run.profile.window, runner.position)

@@ -149,10 +149,12 @@ class RunLayout:
     def scoring(self) -> ScoringProfile:
         return get_profile(self.config.scoring)
 
-    def resolver(self) -> Any:
+    def resolver(self, version: str | None = None) -> Any:
+        """SOURCE's canonicaliser in the run's workspace as it was at ``version`` (a checkpoint's
+        workspace version: a note's line anchors name that version's lines)."""
         from memory_server.workspace import Workspace
 
-        return self.scoring.source_resolver(Workspace.open(self.workspace))
+        return self.scoring.source_resolver(Workspace.open(self.workspace), version)
 
     def result_dirs(self) -> list[Path]:
         """The per-answerer result folders this run writes."""
@@ -161,12 +163,15 @@ class RunLayout:
 
     def prepare_workspace(self) -> Any:
         """The pack's workspace W, materialised once, and its index, synced."""
+        from harness.mirage.trunk import PACK_VERSION_TAG
         from memory_server.index import HybridIndex
         from memory_server.workspace import Workspace
 
         done = self.progress.workspace()
         if not (self.workspace / "MANIFEST.yaml").exists():
             self.pack.materialize_workspace(self.workspace)
+            materialised = Workspace.open(self.workspace)
+            materialised.store.tag(PACK_VERSION_TAG, materialised.snapshot())
         index = HybridIndex(Workspace.open(self.workspace))
         index.sync()
         done()

@@ -95,7 +95,7 @@ class Probing:
         from harness.mirage.retry import probe_target
 
         run, config = self.run, self.run.config
-        questions, resolver = run.questions(), run.resolver()
+        questions = run.questions()
         model_dir.mkdir(parents=True, exist_ok=True)
         write_workspace_link(model_dir, run.workspace)
         planned = set(self.planned_keys(checkpoints))
@@ -110,12 +110,12 @@ class Probing:
                 ]
                 if not tasks:
                     continue
-                memory.pin(checkpoint.manifest.workspace_version)
+                memory.pin(checkpoint.workspace_version)
                 await run_probes(
                     agent,
                     tasks,
                     target.log,
-                    resolver,
+                    run.resolver(checkpoint.workspace_version),
                     run.scoring,
                     concurrency=config.concurrency,
                     on_done=run.progress.probes(agent.name, state, len(tasks)),

@@ -1,16 +1,18 @@
 """The check before any work that the output folder can be resumed with this configuration:
-shard, scoring profile, summary format of each recorded state, and the finished family read back
-against the records that name its checkpoints.
+shard, the study it holds (``study.json``: a resume keeps every option that defines checkpoints
+or records, and may only add probes), scoring profile, summary format of each recorded state,
+and the finished family read back against the records that name its checkpoints.
 
-Above: ``MirageRun``. Below: the results logs, the shard file, the family's files.
+Above: ``MirageRun``. Below: the results logs, the study and shard file, the family's files.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.kit.results import RESULTS_FILE, read_records
+from harness.mirage.config import STUDY_FILE_ONLY, flag_of
 from harness.mirage.records import ProbeRecord
 from harness.mirage.run.errors import ResumeError
 
@@ -27,6 +29,7 @@ def check_resumable(run: RunLayout, family: TrunkFamily) -> None:
     conflict = shard_conflict(run.out, run.config.shard)
     if conflict is not None:
         raise ResumeError(conflict)
+    check_same_study(run)
     if run.config.retry_errors and not any(
         (folder / RESULTS_FILE).is_file() for folder in run.result_dirs()
     ):
@@ -37,6 +40,110 @@ def check_resumable(run: RunLayout, family: TrunkFamily) -> None:
             recorded[folder] = read_records(folder, ProbeRecord)
             _check_records(run, folder, recorded[folder])
     _check_family_read_back(family, recorded)
+
+
+FIXED_KEYS = (
+    "pack",
+    "profile",
+    "window",
+    "seed",
+    "trunk_model",
+    "summarizer",
+    "memory_flush",
+    "trunk_max_output_tokens",
+    "scoring",
+    "probe_max_output_tokens",
+    "adapters",
+    "agent_kind",
+    "agent_model",
+)
+"""Study keys (``harness.mirage.shards.study_file``) that define a run folder's checkpoints or
+records: a resume keeps each of them."""
+
+
+def check_same_study(run: RunLayout) -> None:
+    """A resume keeps every option that defines checkpoints or records (``FIXED_KEYS``, the
+    pack's content, the first summary format) and may only add probes (summary formats,
+    calibration arms, conditions, repeats, questions); anything else is refused in one line
+    naming the option with both values. Answerers may change: each has its own folder."""
+    from harness.mirage.shards import earlier_study, study_file
+
+    try:
+        earlier = earlier_study(run.out)
+    except ValueError as exc:
+        raise ResumeError(str(exc)) from exc
+    if earlier is None:
+        return
+    now = study_file(run.config, run.pack.root, run.strategy.family(run))
+    before, after = earlier.study, now.study
+    for key in FIXED_KEYS:
+        if key in before and before[key] != after.get(key):
+            raise ResumeError(_changed(run.out, key, before[key], after.get(key)))
+    if earlier.pack_digest != now.pack_digest:
+        raise ResumeError(
+            f"{run.out} holds a study of pack {before.get('pack')} as it was (digest "
+            f"{earlier.pack_digest[:12]}); its files changed since ({now.pack_digest[:12]}): "
+            "restore them, or use a new --out"
+        )
+    _check_only_grows(run, before, after)
+    if earlier.family is not None and earlier.family != now.family:
+        raise ResumeError(
+            f"{run.out} holds checkpoint family {earlier.family}; this run's trunk is "
+            f"{now.family}: its records would mix two trunks; use a new --out"
+        )
+
+
+def _check_only_grows(run: RunLayout, before: dict[str, Any], after: dict[str, Any]) -> None:
+    formats = before.get("summary_formats")
+    if formats and formats[0] != after["summary_formats"][0]:
+        raise ResumeError(
+            _changed(run.out, "summary_formats", formats, after["summary_formats"])
+            + " (the first format is the trunk's own S2)"
+        )
+    for key in ("summary_formats", "calibration_formats", "conditions"):
+        left_out = [item for item in before.get(key) or [] if item not in after[key]]
+        if left_out:
+            raise ResumeError(_left_out(run.out, key, left_out, before[key], after[key]))
+    if after["repeats"] < before.get("repeats", 1):
+        raise ResumeError(_left_out(run.out, "repeats", [], before["repeats"], after["repeats"]))
+    if "limit" in before:
+        from harness.mirage.run.layout import select_questions
+
+        earlier = {q.id for q in select_questions(list(run.pack.questions), before["limit"])}
+        missing = sorted(earlier - {question_id for question_id, _, _ in run.questions()})
+        if missing:
+            raise ResumeError(
+                _left_out(run.out, "limit", missing[:3], before["limit"], after["limit"])
+            )
+
+
+def _shown(key: str, value: Any) -> str:
+    """An option with its value as the user gives it (a flag, or a study file's key)."""
+    if key == "limit" and value is None:
+        value = 0  # every question, as --limit 0 says
+    if key in STUDY_FILE_ONLY:
+        return f"{key} = {'(default)' if value is None else value}"
+    if isinstance(value, bool):
+        return f"--{'' if value else 'no-'}{key.replace('_', '-')}"
+    shown = ",".join(map(str, value)) if isinstance(value, list) else value
+    return f"{flag_of(key)} {'(default)' if shown is None else shown}"
+
+
+def _changed(out: Path, key: str, before: Any, after: Any) -> str:
+    return (
+        f"{out} holds a study run with {_shown(key, before)}, this run has "
+        f"{_shown(key, after)}: its checkpoints and records would mix two studies; resume with "
+        f"{_shown(key, before)}, or use a new --out"
+    )
+
+
+def _left_out(out: Path, key: str, items: list[Any], before: Any, after: Any) -> str:
+    named = f" ({', '.join(map(str, items))})" if items else ""
+    return (
+        f"{out} holds a study run with {_shown(key, before)}, this run has "
+        f"{_shown(key, after)}, which leaves out probes already recorded there{named}; a resume "
+        "may only add probes: give at least what it had, or use a new --out"
+    )
 
 
 def _check_records(run: RunLayout, folder: Path, records: list[ProbeRecord]) -> None:

@@ -11,6 +11,7 @@ Above: the probe runner, ``mirage rescore`` and ``mirage report``. Below:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -65,12 +66,15 @@ class ScoringProfile:
     def prompt(self, question: str, condition: Condition) -> str:
         return probe_prompt(question, condition, self.name)
 
-    def source_resolver(self, workspace: Workspace) -> SourceResolver:
-        """How this profile canonicalises SOURCE in ``workspace``."""
+    def source_resolver(self, workspace: Workspace, version: str | None = None) -> SourceResolver:
+        """How this profile canonicalises SOURCE in ``workspace`` as it was at ``version`` (the
+        workspace version a probe's checkpoint names; None: the working tree)."""
+        resolver = workspace.resolver(version)
         if not self.mention_fallback:
-            return workspace
-        artifact_ids = [a.id for a in workspace.manifest.artifacts.values() if not a.is_note]
-        return ChainResolver(workspace, KnownIdResolver(artifact_ids))
+            return resolver
+        manifest = workspace.manifest if version is None else workspace.version(version)
+        artifact_ids = [a.id for a in manifest.artifacts.values() if not a.is_note]
+        return ChainResolver(resolver, KnownIdResolver(artifact_ids))
 
 
 PROFILES: dict[ProfileName, ScoringProfile] = {
@@ -98,10 +102,22 @@ def get_profile(profile: str | ScoringProfile = DEFAULT_PROFILE) -> ScoringProfi
     return PROFILES[check_profile(profile)]
 
 
-def source_resolver_for(
+def source_resolvers_for(
     result_dir: Path, profile: ScoringProfile, workspace: Path | None = None
-) -> SourceResolver:
-    """``profile``'s SOURCE canonicaliser over the workspace of ``result_dir``."""
+) -> Callable[[str | None], SourceResolver]:
+    """``profile``'s SOURCE canonicaliser over the workspace of ``result_dir``, per workspace
+    version (a record's checkpoint's); a version that workspace does not hold (None, or
+    another ``--workspace``) is read as the working tree."""
     from memory_server.workspace import Workspace
 
-    return profile.source_resolver(Workspace.open(find_workspace(result_dir, workspace)))
+    opened = Workspace.open(find_workspace(result_dir, workspace))
+    held = set(opened.store.list_versions())
+    resolvers: dict[str | None, SourceResolver] = {}
+
+    def at(version: str | None) -> SourceResolver:
+        key = version if version in held else None
+        if key not in resolvers:
+            resolvers[key] = profile.source_resolver(opened, key)
+        return resolvers[key]
+
+    return at

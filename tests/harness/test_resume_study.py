@@ -1,0 +1,139 @@
+"""A run folder holds one study (issue 44, item 2): resuming it with any option that defines its
+checkpoints or records changed is refused in one line naming the option and both values (exit 2,
+nothing written); a resume may add probes (formats, conditions, repeats, questions, answerers)
+but never leave out what is recorded there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.mirage.config import RunConfig
+from harness.mirage.run import MirageRun, ResumeError
+from harness.mirage.run.resume import FIXED_KEYS, check_same_study
+from harness.mirage.shards import write_study
+
+BASE: dict[str, Any] = {
+    "models": ["reference/retriever"],
+    "references": False,
+    "trunk_model": "scripted",
+    "summarizer_model": "reference/keep-charts",
+    "limit": 4,
+    "summary_formats": ["verbatim", "free-form"],
+}
+
+
+def _study(out: Path, **changes: Any) -> MirageRun:
+    """The run of ``BASE`` with ``changes``, in ``out``."""
+    return MirageRun(RunConfig(**{**BASE, **changes, "out": out}))
+
+
+def _recorded(out: Path) -> None:
+    """``out`` as a finished run of ``BASE`` leaves it (its study file)."""
+    run = _study(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_study(run.config, run.pack.root, run.strategy.family(run))
+
+
+CHANGED = [
+    ({"seed": 1}, "--seed 0, this run has --seed 1"),
+    ({"profile": "paper"}, "--profile scaled, this run has --profile paper"),
+    ({"pack": "mirage-ext"}, "--pack mirage-core, this run has --pack mirage-ext"),
+    ({"summarizer_model": "reference/names-only"}, "--summarizer reference/keep-charts, this"),
+    ({"memory_flush": False}, "--memory-flush, this run has --no-memory-flush"),
+    ({"scoring": "lenient"}, "--scoring paper, this run has --scoring lenient"),
+    ({"window": 16384}, "window = (default), this run has window = 16384"),
+    ({"trunk_max_output_tokens": 64}, "trunk_max_output_tokens = (default), this run has"),
+    ({"probe_max_output_tokens": 64}, "probe_max_output_tokens = (default), this run has"),
+    ({"adapters": True}, "--no-adapters, this run has --adapters"),
+    ({"trunk_model": "openai/gpt-4o-mini"}, "--trunk-model scripted, this run has --trunk-model"),
+    (
+        {"agent": "openai:http://127.0.0.1:9/v1", "agent_model": "m", "models": []},
+        "--agent (default), this run has --agent openai",
+    ),
+    ({"summary_formats": ["free-form", "verbatim"]}, "--summary-format verbatim,free-form, this"),
+]
+
+
+@pytest.mark.parametrize(("changes", "said"), CHANGED)
+def test_a_changed_study_is_refused_naming_the_option(
+    tmp_path: Path, changes: dict[str, Any], said: str
+) -> None:
+    _recorded(tmp_path / "run")
+    with pytest.raises(ResumeError, match="use a new --out") as refused:
+        check_same_study(_study(tmp_path / "run", **changes))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_every_fixed_key_is_tried() -> None:
+    tried = {
+        {"summarizer_model": "summarizer", "summary_formats": "summary_formats"}.get(key, key)
+        for changes, _ in CHANGED
+        for key in changes
+    }
+    tried |= {"agent_kind", "agent_model"} if "agent" in tried else set()
+    assert set(FIXED_KEYS) - tried == set()
+
+
+LEFT_OUT = [
+    ({"conditions": ["C0"]}, "leaves out probes already recorded there (Cm)"),
+    ({"limit": 2}, "--limit 4, this run has --limit 2, which leaves out"),
+    ({"summary_formats": ["verbatim"]}, "(free-form)"),
+    ({"repeats": 1, "limit": 4}, None),  # as it was
+]
+
+
+@pytest.mark.parametrize(("changes", "said"), LEFT_OUT)
+def test_a_resume_may_not_leave_out_recorded_probes(
+    tmp_path: Path, changes: dict[str, Any], said: str | None
+) -> None:
+    _recorded(tmp_path / "run")
+    run = _study(tmp_path / "run", **changes)
+    if said is None:
+        check_same_study(run)
+        return
+    with pytest.raises(ResumeError, match="a resume may only add probes") as refused:
+        check_same_study(run)
+    assert said in str(refused.value)
+
+
+def test_a_resume_may_add_probes_and_change_answerers(tmp_path: Path) -> None:
+    _recorded(tmp_path / "run")
+    grown = _study(
+        tmp_path / "run",
+        limit=12,
+        repeats=2,
+        summary_formats=["verbatim", "free-form", "per-fact-citations"],
+        models=["reference/context-reader"],
+    )
+    check_same_study(grown)
+    fewer_repeats = tmp_path / "again"
+    _recorded(fewer_repeats)
+    write_study(grown.config.model_copy(update={"out": fewer_repeats}), grown.pack.root, None)
+    with pytest.raises(ResumeError, match="--repeats 2, this run has --repeats 1"):
+        check_same_study(_study(fewer_repeats, limit=12, summary_formats=grown.config.summary_formats))
+
+
+def test_the_command_refuses_a_changed_seed_fast_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    _recorded(out)
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    options = [
+        "--model", "reference/retriever", "--no-references", "--trunk-model", "scripted",
+        "--summarizer", "reference/keep-charts", "--limit", "4",
+        "--summary-format", "verbatim,free-form",
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mirage", "run", *options, "--seed", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert len(lines) == 1 and "--seed 0, this run has --seed 1" in lines[0], lines
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
