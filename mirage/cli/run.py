@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from pydantic import ValidationError
 
-from harness.mirage.config import RunConfig
+from harness.mirage.config import RunConfig, flag_of
 from harness.mirage.records import ProbeRecord
 from mirage.cli import run_options as ro
 from mirage.cli.options import EXIT_FAILURE, EXIT_INTERRUPTED, fail
@@ -297,7 +297,7 @@ def _problem(
     message = str(error["msg"]).removeprefix("Value error, ")
     field = str(error["loc"][0]) if error["loc"] else None
     if field is None or field in given or field not in from_file:
-        return f"{ro.flag_of(field)}: {message}" if field else message
+        return f"{flag_of(field)}: {message}" if field else message
     return f"{study}: {field}: {message}"
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.mirage.config import FIELD_OF, RunConfig, flag_of
+from harness.mirage.config import FIELD_OF, RunConfig
 from mirage.cli.options import MODEL, OUT, SUMMARY_FORMAT
 
 DEFAULTS = RunConfig.model_construct()

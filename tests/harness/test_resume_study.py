@@ -39,6 +39,10 @@ def _recorded(out: Path) -> None:
     write_study(run.config, run.pack.root, run.strategy.family(run))
 
 
+def _check(run: MirageRun) -> None:
+    check_same_study(run, run.strategy.family(run))
+
+
 CHANGED = [
     ({"seed": 1}, "--seed 0, this run has --seed 1"),
     ({"profile": "paper"}, "--profile scaled, this run has --profile paper"),
@@ -65,7 +69,7 @@ def test_a_changed_study_is_refused_naming_the_option(
 ) -> None:
     _recorded(tmp_path / "run")
     with pytest.raises(ResumeError, match="use a new --out") as refused:
-        check_same_study(_study(tmp_path / "run", **changes))
+        _check(_study(tmp_path / "run", **changes))
     assert said in str(refused.value) and "\n" not in str(refused.value)
 
 
@@ -94,10 +98,10 @@ def test_a_resume_may_not_leave_out_recorded_probes(
     _recorded(tmp_path / "run")
     run = _study(tmp_path / "run", **changes)
     if said is None:
-        check_same_study(run)
+        _check(run)
         return
     with pytest.raises(ResumeError, match="a resume may only add probes") as refused:
-        check_same_study(run)
+        _check(run)
     assert said in str(refused.value)
 
 
@@ -110,12 +114,13 @@ def test_a_resume_may_add_probes_and_change_answerers(tmp_path: Path) -> None:
         summary_formats=["verbatim", "free-form", "per-fact-citations"],
         models=["reference/context-reader"],
     )
-    check_same_study(grown)
+    _check(grown)
     fewer_repeats = tmp_path / "again"
     _recorded(fewer_repeats)
     write_study(grown.config.model_copy(update={"out": fewer_repeats}), grown.pack.root, None)
     with pytest.raises(ResumeError, match="--repeats 2, this run has --repeats 1"):
-        check_same_study(_study(fewer_repeats, limit=12, summary_formats=grown.config.summary_formats))
+        formats = grown.config.summary_formats
+        _check(_study(fewer_repeats, limit=12, summary_formats=formats))
 
 
 def test_the_command_refuses_a_changed_seed_fast_and_writes_nothing(tmp_path: Path) -> None:

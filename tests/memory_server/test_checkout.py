@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_server.errors import CorruptStateError, UnknownVersionError
 from memory_server import workspace as workspace_module
+from memory_server.errors import CorruptStateError, UnknownVersionError
 from memory_server.store import atomic_write_bytes
 from memory_server.workspace import Workspace
 

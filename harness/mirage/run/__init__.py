@@ -75,7 +75,7 @@ class MirageRun(RunLayout):
         from harness.mirage.run.resume import check_resumable
         from harness.mirage.shards import write_study
 
-        check_resumable(self, self.family)
+        check_resumable(self, self.family, self.strategy.family(self))
         self.models.check(self.strategy.models_to_check(self))  # those still needed exist
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from harness.mirage.run.layout import RunLayout
 
 
-def check_resumable(run: RunLayout, family: TrunkFamily) -> None:
+def check_resumable(run: RunLayout, family: TrunkFamily, family_id: str | None) -> None:
     """Refuse to resume result folders scored under another profile (their prompts differ
     too, so the records would not be comparable) or whose S2 came from another format."""
     from harness.mirage.shards import shard_conflict
@@ -29,7 +29,7 @@ def check_resumable(run: RunLayout, family: TrunkFamily) -> None:
     conflict = shard_conflict(run.out, run.config.shard)
     if conflict is not None:
         raise ResumeError(conflict)
-    check_same_study(run)
+    check_same_study(run, family_id)
     if run.config.retry_errors and not any(
         (folder / RESULTS_FILE).is_file() for folder in run.result_dirs()
     ):
@@ -61,11 +61,12 @@ FIXED_KEYS = (
 records: a resume keeps each of them."""
 
 
-def check_same_study(run: RunLayout) -> None:
+def check_same_study(run: RunLayout, family_id: str | None) -> None:
     """A resume keeps every option that defines checkpoints or records (``FIXED_KEYS``, the
-    pack's content, the first summary format) and may only add probes (summary formats,
-    calibration arms, conditions, repeats, questions); anything else is refused in one line
-    naming the option with both values. Answerers may change: each has its own folder."""
+    pack's content, the first summary format, the checkpoint family ``family_id``) and may
+    only add probes (summary formats, calibration arms, conditions, repeats, questions);
+    anything else is refused in one line naming the option with both values. Answerers may
+    change: each has its own folder."""
     from harness.mirage.shards import earlier_study, study_file
 
     try:
@@ -74,7 +75,7 @@ def check_same_study(run: RunLayout) -> None:
         raise ResumeError(str(exc)) from exc
     if earlier is None:
         return
-    now = study_file(run.config, run.pack.root, run.strategy.family(run))
+    now = study_file(run.config, run.pack.root, family_id)
     before, after = earlier.study, now.study
     for key in FIXED_KEYS:
         if key in before and before[key] != after.get(key):
