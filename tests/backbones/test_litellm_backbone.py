@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -158,6 +160,54 @@ async def test_a_refusal_beside_content_is_the_models_answer(server: FakeOpenAIS
     server.push(refused("partly refused", content="ANSWERABLE=NO"))
     completion = await backbone_for(server).complete(MESSAGES, [])
     assert (completion.text, completion.finish_reason) == ("ANSWERABLE=NO", "stop")
+
+
+class _AnthropicRefusal(BaseHTTPRequestHandler):
+    """``POST /v1/messages``: Anthropic's reply when its classifiers stop the model."""
+
+    disable_nagle_algorithm = True
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        payload = json.dumps(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [],
+                "stop_reason": "refusal",
+                "usage": {"input_tokens": 40, "output_tokens": 0},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+async def test_anthropics_refusal_stop_reason_is_a_provider_refusal() -> None:
+    """litellm names Anthropic's ``stop_reason: refusal`` ``content_filter``: a refusal too."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _AnthropicRefusal)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        backbone = LiteLLMBackbone(
+            "anthropic/claude-haiku-4-5",
+            api_base=f"http://127.0.0.1:{httpd.server_address[1]}",
+            api_key="k",
+            retry=FAST_RETRY,
+        )
+        with pytest.raises(ProviderError) as caught:
+            await backbone.complete(MESSAGES, [])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (caught.value.kind, caught.value.finish_reason) == ("provider_refusal", "content_filter")
+    assert caught.value.detail == "finish_reason content_filter (no content, 0 tool call(s))"
 
 
 @pytest.mark.parametrize("code", ["content_policy_violation", "content_filter"])
