@@ -2,12 +2,19 @@
 
 Above: chat UIs, the harness (one probe = one turn on a restored session), compaction's
 memory flush. Below: a ``Backbone`` (completion + usage), the parser family of the model's
-profile (raw text → calls + outcome labels), a ``Toolset`` (MCP), and an optional
-``ContextPolicy`` (compaction) consulted after every turn and on context overflow.
+profile (raw text → calls + outcome labels), the tool errors for calls it cannot run
+(``runtime.tool_errors``), a ``Toolset`` (MCP), and an optional ``ContextPolicy`` (compaction)
+consulted after every turn and on context overflow. A ``ProviderError`` (a provider's refusal
+included) rolls the turn back and propagates: it is not model output.
 
 A turn: append the user message → assemble the active context (system prompt with workspace
 hints; in text mode the backbone adds the tool affordances) → backbone → parse → execute the
-executable calls → feed results back → repeat up to ``max_tool_rounds`` → final reply.
+executable calls, and answer a call whose body does not decode or whose arguments fail the
+tool's schema with a tool error (``runtime.tool_errors``) → feed results back → repeat up to
+``max_tool_rounds`` → final reply. A round with no call to run or answer ends the turn, and so
+does the last round (its calls are recorded, not run). Each ``ToolCallRecord`` says whether the
+call ran (``executed``) or was answered with an error (``error_returned``, the text the model
+saw in ``result``); ``TurnRecord.finish_reason`` is the provider's for the turn's last call.
 """
 
 from __future__ import annotations
@@ -26,14 +33,16 @@ from runtime.messages import (
     ImagePart,
     Message,
     SystemMessage,
+    ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
     UserMessage,
 )
-from runtime.parsers import OutcomeLabel, ParseResult, parse_reply
+from runtime.parsers import OutcomeLabel, ParsedCall, ParseResult, parse_reply
 from runtime.session import Session
 from runtime.tokens import count_message_tokens, count_tokens
+from runtime.tool_errors import returns_error, tool_error_message
 from runtime.toolset import NoTools, Toolset
 
 log = structlog.get_logger(__name__)
@@ -55,13 +64,21 @@ class ToolCallRecord(BaseModel):
     result: str | None = None
     is_error: bool = False
     error: str | None = None
+    error_returned: bool = False
+    """Not run: the loop answered the call with a tool error (its text in ``result``)."""
     latency_s: float = 0.0
+
+
+AnsweredCall = tuple[ParsedCall, ToolCall | None]
+"""A parsed call and, when the loop runs it or answers it with an error, its message call."""
 
 
 class TurnRecord(BaseModel):
     reply: str
     stop_reason: Literal["final", "max_rounds"]
     rounds: int
+    finish_reason: str | None = None
+    """The provider's ``finish_reason`` for the turn's last backbone call."""
     parse_outcomes: list[OutcomeLabel] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: list[Usage] = Field(default_factory=list)
@@ -189,21 +206,18 @@ class Agent:
             )
             record.rounds = round_index + 1
             record.parse_outcomes.append(parsed.overall)
-            calls = parsed.executable_calls(f"call-{len(self.session.messages)}")
+            record.finish_reason = completion.finish_reason
+            answered = answered_calls(parsed, f"call-{len(self.session.messages)}")
+            calls = tuple(call for _, call in answered if call is not None)
             self.session.append(
-                AssistantMessage(
-                    content=parsed.content, tool_calls=tuple(calls), raw=completion.text
-                )
+                AssistantMessage(content=parsed.content, tool_calls=calls, raw=completion.text)
             )
-            if not calls:
+            if not calls or round_index == self.session.config.max_tool_rounds:
                 self._record_unexecuted(record, parsed, round_index)
+                record.stop_reason = "max_rounds" if calls else "final"
                 record.reply = parsed.content
                 return
-            if round_index == self.session.config.max_tool_rounds:
-                record.stop_reason = "max_rounds"
-                record.reply = parsed.content
-                return
-            await self._execute(record, parsed, round_index)
+            await self._execute(record, answered, round_index)
 
     def _record_unexecuted(self, record: TurnRecord, parsed: ParseResult, round_index: int) -> None:
         for call in parsed.calls:
@@ -217,11 +231,12 @@ class Agent:
                 )
             )
 
-    async def _execute(self, record: TurnRecord, parsed: ParseResult, round_index: int) -> None:
-        message = self.session.messages[-1]
-        assert isinstance(message, AssistantMessage)
-        executable = iter(message.tool_calls)
-        for call in parsed.calls:
+    async def _execute(
+        self, record: TurnRecord, answered: list[AnsweredCall], round_index: int
+    ) -> None:
+        """Run the executable calls and answer the others the loop answers, in order; every
+        call of the round is recorded."""
+        for call, tool_call in answered:
             entry = ToolCallRecord(
                 round=round_index,
                 label=call.label,
@@ -229,28 +244,43 @@ class Agent:
                 arguments=dict(call.arguments),
                 error=call.error,
             )
-            if call.executable:
-                tool_call = next(executable)
-                started = time.perf_counter()
-                outcome = await self.toolset.call(tool_call.name, dict(tool_call.arguments))
-                entry.latency_s = time.perf_counter() - started
+            if tool_call is not None and call.executable:
+                await self._run_tool(entry, tool_call)
                 record.tools_s += entry.latency_s
-                entry.executed, entry.result, entry.is_error = True, outcome.text, outcome.is_error
-                self.session.append(
-                    ToolResultMessage(
-                        tool_call_id=tool_call.id,
-                        name=tool_call.name,
-                        content=outcome.text,
-                        is_error=outcome.is_error,
-                    )
-                )
-                log.info(
-                    "tool_call",
-                    tool=tool_call.name,
-                    is_error=outcome.is_error,
-                    latency_s=round(entry.latency_s, 4),
-                )
+            elif tool_call is not None:
+                self._return_error(entry, call, tool_call)
             record.tool_calls.append(entry)
+
+    async def _run_tool(self, entry: ToolCallRecord, tool_call: ToolCall) -> None:
+        started = time.perf_counter()
+        outcome = await self.toolset.call(tool_call.name, dict(tool_call.arguments))
+        entry.latency_s = time.perf_counter() - started
+        entry.executed, entry.result, entry.is_error = True, outcome.text, outcome.is_error
+        self.session.append(
+            ToolResultMessage(
+                tool_call_id=tool_call.id,
+                name=tool_call.name,
+                content=outcome.text,
+                is_error=outcome.is_error,
+            )
+        )
+        log.info(
+            "tool_call",
+            tool=tool_call.name,
+            is_error=outcome.is_error,
+            latency_s=round(entry.latency_s, 4),
+        )
+
+    def _return_error(self, entry: ToolCallRecord, call: ParsedCall, tool_call: ToolCall) -> None:
+        """Answer a call the loop cannot run with the tool error that says why."""
+        text = tool_error_message(call, self.parser_family)
+        entry.result, entry.is_error, entry.error_returned = text, True, True
+        self.session.append(
+            ToolResultMessage(
+                tool_call_id=tool_call.id, name=tool_call.name, content=text, is_error=True
+            )
+        )
+        log.info("tool_call_error_returned", tool=call.name, label=call.label)
 
     async def complete(self, purpose: CallPurpose, record: TurnRecord | None = None) -> Completion:
         """One backbone call on the active context, with overflow recovery through the policy
@@ -278,3 +308,17 @@ class Agent:
                 record.backbone_s += completion.latency_s
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def answered_calls(parsed: ParseResult, id_prefix: str) -> list[AnsweredCall]:
+    """Each parsed call with the message call the loop runs or answers with an error (ids
+    ``{id_prefix}-{index}``), or None for a call it neither runs nor answers."""
+    return [
+        (
+            call,
+            ToolCall(id=f"{id_prefix}-{index}", name=call.name or "", arguments=call.arguments)
+            if call.executable or returns_error(call)
+            else None,
+        )
+        for index, call in enumerate(parsed.calls)
+    ]

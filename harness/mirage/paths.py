@@ -7,7 +7,8 @@
 - ``R_boot``: the artifact (its id or any keyword) is in the start-of-session material (system
   prompt, bootstrap and memory files loaded before the query);
 - ``R_tool``: the probe turn made a retrieval call (a retrieval tool, or a ``read`` of a memory
-  path), or a tool result names the artifact id;
+  path), or the result of a call that ran names the artifact id (a call answered with a tool
+  error did not run: neither it nor its error counts);
 - ``R_none``: no access path.
 
 Above: the probe records (``path``, ``path_evidence``), the visibility map (which shares the
@@ -86,6 +87,7 @@ class ProbeCall(BaseModel):
     label: str = "ok"
     error: str | None = None
     result_text: str | None = None
+    error_returned: bool = False
 
 
 class KeywordHit(_Frozen):
@@ -220,8 +222,10 @@ def memory_path(arguments: Mapping[str, Any]) -> str | None:
 
 def call_verdict(index: int, call: ProbeCall, artifact_id: str) -> CallVerdict:
     """Whether the call is a retrieval call (and why, or why not), and whether its result
-    names ``artifact_id``."""
-    names_id = bool(IdMentions([artifact_id]).find(call.result_text or ""))
+    names ``artifact_id``. A call that did not run has no result to name it: what it got back
+    (an agent's tool error for a call it could not run) is not evidence."""
+    result = call.result_text if call.executed else None
+    names_id = bool(IdMentions([artifact_id]).find(result or ""))
     retrieval, reason = _call_kind(call)
     if names_id:
         reason += f"; its result names {artifact_id}"
@@ -232,7 +236,8 @@ def call_verdict(index: int, call: ProbeCall, artifact_id: str) -> CallVerdict:
 
 def _call_kind(call: ProbeCall) -> tuple[bool, str]:
     if not call.executed:
-        return False, f"not executed ({call.label}): no access"
+        answered = "; answered with a tool error" if call.error_returned else ""
+        return False, f"not executed ({call.label}{answered}): no access"
     failed = " (it returned an error)" if call.error else ""
     if call.name in RETRIEVAL_TOOLS:
         return True, f"retrieval tool {call.name}{failed}"

@@ -73,6 +73,7 @@ def record_for(
         "model": model,
         "latency_s": reply.latency_s,
         "usage": reply.usage,
+        "finish_reason": reply.finish_reason,
         "checkpoint_sha256": task.checkpoint.manifest.snapshot_sha256,
         "restored_sha256": reply.restored_sha256,
         "state_eit": task.checkpoint.manifest.eit,

@@ -94,6 +94,10 @@ class ProbeRecord(BaseModel):
     gold: Gold | None = None
     canonical_source: str | None = None
     provider_error: str | None = None
+    finish_reason: str | None = None
+    """The provider's ``finish_reason`` for the probe turn's last model call, as the agent
+    reported it (also on a provider error: ``content_filter`` for a refusal); None when not
+    known, and in lines written before it was recorded."""
     model: str | None = None
     checkpoint_sha256: str | None = None
     """The name of the checkpoint the probe restored (``runtime.snapshot``)."""

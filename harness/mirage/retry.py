@@ -2,9 +2,10 @@
 
 A *failed probe* is a record with ``provider_error`` set: the answerer's backbone (built-in
 runtime: ``provider_error: …``) or the agent under test (``--agent``: ``agent_error: …``) failed
-after its bounded retries. Such a record enters no metric; ``failure_summary`` names every one,
-per state × condition, for ``summary.json`` (``failed_probes``), ``report.md`` /
-``report.html`` and the console, and ``mirage run`` exits 1 while any remain.
+after its bounded retries, or the provider refused to answer (``…: provider_refusal: …``: its
+content filter withheld or cut the reply). Such a record enters no metric; ``failure_summary``
+names every one, per state × condition, for ``summary.json`` (``failed_probes``),
+``report.md`` / ``report.html`` and the console, and ``mirage run`` exits 1 while any remain.
 
 ``mirage run --retry-errors`` (same flags otherwise) re-runs exactly the failed probes of each
 result folder and nothing else. The new records go to a side log, ``results.retry.jsonl``
@@ -102,8 +103,9 @@ def failures_section(summary: FailureSummary) -> str:
     return (
         "\n## Failed probes (provider and agent errors)\n\n"
         f"{summary.total} probe(s) have no answer: the answerer or the agent failed after its "
-        "bounded retries. They enter no metric (n leaves them out); re-run the same command with "
-        "`--retry-errors` to run exactly these probes again.\n\n"
+        "bounded retries, or its provider refused to answer (`provider_refusal`). They enter no "
+        "metric (n leaves them out); re-run the same command with `--retry-errors` to run "
+        "exactly these probes again.\n\n"
         f"{failures_table(summary)}\n\nErrors:\n\n{reasons}\n"
     )
 

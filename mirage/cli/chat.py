@@ -94,6 +94,7 @@ async def _chat(
                 continue
             for call in record.tool_calls:
                 state = "executed" if call.executed else "not executed"
+                state += ", error returned to the model" if call.error_returned else ""
                 typer.secho(f"  ⚙ {call.name}({call.arguments}) [{call.label}, {state}]", fg="cyan")
             typer.echo(f"agent> {record.reply}")
             ledger = session.ledger

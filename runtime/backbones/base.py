@@ -6,7 +6,11 @@ for tests. A backbone returns the raw completion text, any provider-native tool 
 usage record; it never parses text-mode tool calls itself (the loop's parser does).
 
 Provider trouble (rate limits, 5xx, timeouts, context overflow, malformed responses) surfaces
-as ``ProviderError`` after bounded retries — never as model output.
+as ``ProviderError`` after bounded retries — never as model output. So does a provider's refusal
+(kind ``provider_refusal``: a reply withheld or cut by its content filter, ``finish_reason``
+``content_filter``, or a ``refusal`` with no content): what the provider sent is not the
+model's answer, and it is not retried inside the backbone (the same request would be refused
+again).
 
 The whole contract is the ``Backbone`` base class below: what every backbone must provide is
 abstract, the optional capabilities have defaults (a tiktoken estimate of the prompt, nothing
@@ -44,6 +48,7 @@ ProviderErrorKind = Literal[
     "auth",
     "bad_request",
     "connection",
+    "provider_refusal",
     "unknown",
 ]
 RETRYABLE_KINDS: frozenset[str] = frozenset(
@@ -61,12 +66,24 @@ class ProviderError(Exception):
         *,
         attempts: int = 1,
         retry_after_s: float | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         super().__init__(f"{kind}: {message} (after {attempts} attempt(s))")
         self.kind: ProviderErrorKind = kind
         self.detail = message
         self.attempts = attempts
         self.retry_after_s = retry_after_s  # the server's Retry-After hint, when it sent one
+        self.finish_reason = finish_reason  # of the reply that failed, when one came back
+
+    def after(self, attempts: int) -> ProviderError:
+        """The same error, counted after ``attempts`` attempts."""
+        return ProviderError(
+            self.kind,
+            self.detail,
+            attempts=attempts,
+            retry_after_s=self.retry_after_s,
+            finish_reason=self.finish_reason,
+        )
 
     @property
     def retryable(self) -> bool:
@@ -161,6 +178,21 @@ class Completion(BaseModel):
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
+
+
+def refusal_reason(
+    finish_reason: str | None, refusal: Any, text: str | None, tool_calls: int
+) -> str | None:
+    """Why a provider's reply is a refusal rather than the model's answer, or None: its
+    ``finish_reason`` is ``content_filter`` (the provider withheld or cut the reply, whatever it
+    kept), or it carries a ``refusal`` (OpenAI's field) and neither content nor tool calls."""
+    content = bool(text and text.strip())
+    if finish_reason == "content_filter":
+        kept = "content kept" if content else "no content"
+        return f"finish_reason content_filter ({kept}, {tool_calls} tool call(s))"
+    if isinstance(refusal, str) and refusal.strip() and not content and not tool_calls:
+        return f"refusal with no content: {refusal.strip()[:300]!r}"
+    return None
 
 
 class PromptCount(NamedTuple):

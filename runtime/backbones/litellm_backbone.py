@@ -4,8 +4,12 @@ Above: the agent loop, through the ``Backbone`` seam. Below: ``litellm.acompleti
 litellm's own retries switched off: this module retries rate limits, 5xx, timeouts, connection
 errors and malformed responses itself with bounded exponential backoff and jitter, and raises
 ``ProviderError`` (with the attempt count) when they persist. Context-length, auth and
-bad-request errors are raised at once. ``completion_cost`` is never called (it raises for
-models missing from the price map).
+bad-request errors are raised at once, and so is a provider's refusal (``provider_refusal``): a
+reply whose ``finish_reason`` is ``content_filter`` (litellm's name for OpenAI's and Azure's
+filter, Anthropic's ``refusal`` stop reason and Gemini's safety stops), a reply carrying a
+``refusal`` and no content, or a request refused by the provider's content policy (litellm's
+``ContentPolicyViolationError``, or a 400 with OpenAI's or Azure's content-policy code).
+``completion_cost`` is never called (it raises for models missing from the price map).
 
 Prompt caching: for providers that cache only at explicit markers (Anthropic, Claude on
 Bedrock or Vertex) the request marks the end of the system prompt and of the stable prefix
@@ -45,6 +49,7 @@ from runtime.backbones.base import (
     ProviderErrorKind,
     ToolMode,
     UnsupportedOption,
+    refusal_reason,
 )
 from runtime.backbones.openai_format import to_openai_messages, to_openai_tools
 from runtime.backbones.prompt_cache import mark_cache_prefix, needs_cache_markers
@@ -59,8 +64,11 @@ DEFAULT_CONTEXT_WINDOW = 8192
 """Used when neither the config nor litellm's model table knows the window: small enough
 that the context guard errs on the safe side for unknown served models."""
 
+CONTENT_POLICY_CODES = frozenset({"content_policy_violation", "content_filter"})
+"""Error codes of a request refused by a provider's content policy (OpenAI, Azure)."""
+
 PLACEHOLDER_API_KEY = "sk-no-key-required"
-"""Key under which native tool-call arguments that are not a JSON object are kept verbatim."""
+"""The key sent to a local OpenAI-compatible server, which ignores it (``_placeholder_key``)."""
 
 
 class RetryPolicy(BaseModel):
@@ -166,7 +174,7 @@ class LiteLLMBackbone(Backbone):
                 return self._to_completion(response, messages, tools, started)
             except ProviderError as error:
                 if not error.retryable or attempt > self.retry.max_retries:
-                    raise ProviderError(error.kind, error.detail, attempts=attempt) from error
+                    raise error.after(attempt) from error
                 delay = self.retry.delay(attempt, error.retry_after_s)
                 log.warning(
                     "provider_retry",
@@ -233,12 +241,16 @@ class LiteLLMBackbone(Backbone):
             raise ProviderError("malformed_response", "the first choice has no message")
         text = message.content if isinstance(message.content, str) else ""
         calls = tuple(_tool_call(raw) for raw in (getattr(message, "tool_calls", None) or ()))
+        finish_reason = getattr(choices[0], "finish_reason", None)
+        refused = refusal_reason(finish_reason, getattr(message, "refusal", None), text, len(calls))
+        if refused is not None:
+            raise ProviderError("provider_refusal", refused, finish_reason=finish_reason)
         usage = provider_usage(response) or estimate_usage(messages, tools, text, calls)
         return Completion(
             text=text,
             native_tool_calls=calls,
             usage=usage,
-            finish_reason=getattr(choices[0], "finish_reason", None),
+            finish_reason=finish_reason,
             model=str(getattr(response, "model", None) or self.model),
             latency_s=time.perf_counter() - started,
         )
@@ -355,6 +367,7 @@ def _error_kind(exc: BaseException) -> ProviderErrorKind:
         (litellm.PermissionDeniedError, "auth"),
         (litellm.APIResponseValidationError, "malformed_response"),
         (json.JSONDecodeError, "malformed_response"),
+        (litellm.ContentPolicyViolationError, "provider_refusal"),
         (litellm.BadRequestError, "bad_request"),
         (litellm.NotFoundError, "bad_request"),
         (litellm.UnprocessableEntityError, "bad_request"),
@@ -374,11 +387,15 @@ def _error_kind(exc: BaseException) -> ProviderErrorKind:
 
 def _refine(exc: BaseException, kind: ProviderErrorKind) -> ProviderErrorKind:
     """litellm reports a body that is not JSON, and a refused or dropped connection, as a 500
-    ``InternalServerError``; some providers report context overflow as a plain bad request."""
+    ``InternalServerError``; some providers report context overflow as a plain bad request, and
+    OpenAI's and Azure's content filters as a bad request with the code
+    ``content_policy_violation`` or ``content_filter``."""
     text = str(exc).lower()
     overflow_markers = ("context length", "context_length_exceeded", "context window")
     if kind in ("bad_request", "unknown") and any(marker in text for marker in overflow_markers):
         return "context_length"
+    if kind == "bad_request" and getattr(exc, "code", None) in CONTENT_POLICY_CODES:
+        return "provider_refusal"
     if "missing credentials" in text:
         return "auth"
     if kind in ("server_error", "unknown"):

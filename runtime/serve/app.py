@@ -10,13 +10,14 @@ OpenAI messages and tools to mirage messages, sampling settings and output const
 ``CallOptions`` → the router's backbone (404 for a model it does not serve), applying the
 options or refusing one (400 naming the field) → in text tool mode the profile writes the tools
 (and its few-shot example turns) into the prompt → the backbone answers (provider failures
-become 429/5xx, context overflow a 400 ``context_length_exceeded``) → the profile's parser
-turns the reply text into OpenAI ``tool_calls`` (only the first with ``parallel_tool_calls:
-false``) → a JSON body, or SSE chunks ending ``data: [DONE]`` when ``stream`` is set. The
-backbone is not streamed: the whole answer is computed first, then written as chunks. Every
-call is appended to the request log (EIT, cached tokens, output tokens, latency, parse outcome
-label, the constraint applied, tool calls; never prompt text unless asked for). A client that
-goes away before its request is read is one warning line, not a traceback.
+become 429/5xx, context overflow a 400 ``context_length_exceeded``, a provider's refusal a 400
+``content_filter``) → the profile's parser turns the reply text into OpenAI ``tool_calls``
+(only the first with ``parallel_tool_calls: false``) → a JSON body, or SSE chunks ending
+``data: [DONE]`` when ``stream`` is set. The backbone is not streamed: the whole answer is
+computed first, then written as chunks. Every call is appended to the request log (EIT, cached
+tokens, output tokens, latency, parse outcome label, the constraint applied, tool calls; never
+prompt text unless asked for). A client that goes away before its request is read is one
+warning line, not a traceback.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ _PROVIDER_STATUS: dict[str, tuple[int, str, str | None]] = {
     "server_error": (502, "server_error", "upstream_server_error"),
     "malformed_response": (502, "server_error", "upstream_malformed_response"),
     "connection": (502, "server_error", "upstream_unreachable"),
+    "provider_refusal": (400, "invalid_request_error", "content_filter"),
     "unknown": (500, "server_error", None),
 }
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -13,12 +15,14 @@ from runtime.backbones.litellm_backbone import RAW_ARGUMENTS_KEY
 from runtime.messages import Message, SystemMessage, ToolSpec, Usage, UserMessage
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
+    content_filtered,
     context_length_exceeded,
     error,
     hang,
     malformed_json,
     no_choices,
     rate_limited,
+    refused,
     reply,
     server_error,
     tool_call_reply,
@@ -128,6 +132,95 @@ async def test_auth_and_bad_request_are_not_retried(
     with pytest.raises(ProviderError) as caught:
         await backbone_for(server).complete(MESSAGES, [])
     assert caught.value.kind == kind and caught.value.attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        (content_filtered(), "finish_reason content_filter (no content, 0 tool call(s))"),
+        (content_filtered("The first half of"), "content_filter (content kept"),
+        (refused("I can't help with that."), "refusal with no content: \"I can't help"),
+    ],
+)
+async def test_a_provider_refusal_is_a_provider_error_not_retried(
+    server: FakeOpenAIServer, answer: Any, detail: str
+) -> None:
+    """HTTP 200 is not an answer when the provider's filter withheld or cut it, or it carries
+    only a refusal: ``provider_refusal``, raised at once (the same request would be refused)."""
+    server.push(answer, reply("never reached"))
+    with pytest.raises(ProviderError) as caught:
+        await backbone_for(server).complete(MESSAGES, [])
+    assert (caught.value.kind, caught.value.attempts) == ("provider_refusal", 1)
+    assert detail in caught.value.detail and not caught.value.retryable
+    assert caught.value.finish_reason == ("content_filter" if "filter" in detail else "stop")
+    assert len(server.requests) == 1
+
+
+async def test_a_refusal_beside_content_is_the_models_answer(server: FakeOpenAIServer) -> None:
+    server.push(refused("partly refused", content="ANSWERABLE=NO"))
+    completion = await backbone_for(server).complete(MESSAGES, [])
+    assert (completion.text, completion.finish_reason) == ("ANSWERABLE=NO", "stop")
+
+
+class _AnthropicRefusal(BaseHTTPRequestHandler):
+    """``POST /v1/messages``: Anthropic's reply when its classifiers stop the model."""
+
+    disable_nagle_algorithm = True
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        payload = json.dumps(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [],
+                "stop_reason": "refusal",
+                "usage": {"input_tokens": 40, "output_tokens": 0},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+async def test_anthropics_refusal_stop_reason_is_a_provider_refusal() -> None:
+    """litellm names Anthropic's ``stop_reason: refusal`` ``content_filter``: a refusal too."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _AnthropicRefusal)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        backbone = LiteLLMBackbone(
+            "anthropic/claude-haiku-4-5",
+            api_base=f"http://127.0.0.1:{httpd.server_address[1]}",
+            api_key="k",
+            retry=FAST_RETRY,
+        )
+        with pytest.raises(ProviderError) as caught:
+            await backbone.complete(MESSAGES, [])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (caught.value.kind, caught.value.finish_reason) == ("provider_refusal", "content_filter")
+    assert caught.value.detail == "finish_reason content_filter (no content, 0 tool call(s))"
+
+
+@pytest.mark.parametrize("code", ["content_policy_violation", "content_filter"])
+async def test_a_request_refused_by_content_policy_is_a_provider_refusal(
+    server: FakeOpenAIServer, code: str
+) -> None:
+    server.push(
+        error(400, "rejected by our safety system", code=code, error_type="invalid_request_error")
+    )
+    with pytest.raises(ProviderError) as caught:
+        await backbone_for(server).complete(MESSAGES, [])
+    assert (caught.value.kind, caught.value.attempts) == ("provider_refusal", 1)
+    assert "safety system" in caught.value.detail and caught.value.finish_reason is None
 
 
 async def test_a_hang_times_out_and_is_retried(server: FakeOpenAIServer) -> None:

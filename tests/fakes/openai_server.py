@@ -2,8 +2,9 @@
 
 ``FakeOpenAIServer`` serves ``POST /v1/chat/completions`` on 127.0.0.1 (random port) from a
 background thread. Each request takes the next scripted ``Step`` from a queue: a normal reply,
-a native tool-call reply, an HTTP error (429, 500, 503, the 400 context-length body OpenAI
-sends), a hang longer than the client's timeout, or a malformed body. When the queue is empty
+a native tool-call reply, a reply withheld by a content filter or carrying a ``refusal``, an
+HTTP error (429, 500, 503, the 400 context-length body OpenAI sends), a hang longer than the
+client's timeout, or a malformed body. When the queue is empty
 the server answers 500 ``script exhausted`` so a test sees the surprise. Every request body is
 recorded with its arrival time.
 
@@ -100,6 +101,19 @@ def tool_call_reply(name: str, arguments: dict[str, Any] | str, call_id: str = "
     body = completion_body(
         None, tool_calls=calls, usage=usage_body(40, 9), finish_reason="tool_calls"
     )
+    return Step("json", body=body)
+
+
+def content_filtered(content: str | None = None) -> Step:
+    """HTTP 200 whose reply the provider's content filter withheld (``content`` None) or cut."""
+    body = completion_body(content, usage=usage_body(30, 0), finish_reason="content_filter")
+    return Step("json", body=body)
+
+
+def refused(refusal: str, content: str | None = None) -> Step:
+    """HTTP 200 carrying OpenAI's ``refusal`` field (structured outputs), with ``content``."""
+    body = completion_body(content, usage=usage_body(30, 9))
+    body["choices"][0]["message"]["refusal"] = refusal
     return Step("json", body=body)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent, parse_chat_reply
 from harness.mirage.checkpoints import Checkpoint
@@ -107,6 +107,46 @@ async def test_failures_come_back_as_errors(
     assert reply.error is not None and reply.error.startswith(expected), reply.error
     assert reply.text is None
     assert reply.restored_sha256 == checkpoint.manifest.snapshot_sha256
+
+
+@pytest.mark.parametrize(
+    ("message", "finish", "expected"),
+    [
+        ({"content": None}, "content_filter", "finish_reason content_filter (no content"),
+        ({"content": "The fir"}, "content_filter", "finish_reason content_filter (content kept"),
+        ({"content": None, "refusal": "I can't."}, "stop", 'refusal with no content: "I can\'t."'),
+    ],
+)
+async def test_a_provider_refusal_is_an_agent_error_not_an_answer(
+    checkpoint: Checkpoint, message: dict[str, Any], finish: str, expected: str
+) -> None:
+    """HTTP 200 whose reply the agent's provider withheld: a failed probe (``agent_error``),
+    never an empty answer, sent once (a refusal is not retried)."""
+    sent: list[int] = []
+
+    async def handle(request: Request) -> Response:
+        sent.append(1)
+        body = {"choices": [{"message": message, "finish_reason": finish}]}
+        return JSONResponse(body)
+
+    with AgentServer(chat_app(handle)) as server:
+        agent = OpenAIEndpointAgent(server.base_url, max_retries=2, backoff_s=0.01)
+        reply = await agent.probe(checkpoint, "Q", tag="t1")
+        await agent.aclose()
+    assert reply.error is not None and reply.text is None
+    assert reply.error.startswith("agent_error: provider_refusal: ") and expected in reply.error
+    assert reply.finish_reason == finish and sent == [1]
+
+
+async def test_the_finish_reason_of_an_answer_is_kept(checkpoint: Checkpoint) -> None:
+    async def handle(request: Request) -> Response:
+        return completion(PROTOCOL_REPLY)
+
+    with AgentServer(chat_app(handle)) as server:
+        agent = OpenAIEndpointAgent(server.base_url)
+        reply = await agent.probe(checkpoint, "Q", tag="t1")
+        await agent.aclose()
+    assert (reply.error, reply.finish_reason) == (None, "stop")
 
 
 async def test_connection_refused_is_a_recorded_error(checkpoint: Checkpoint) -> None:

@@ -416,6 +416,12 @@ def test_unknown_model_is_404_model_not_found(serve: Any) -> None:
             400,
             "context_length_exceeded",
         ),
+        (
+            ProviderError("provider_refusal", "finish_reason content_filter (no content)"),
+            openai.BadRequestError,
+            400,
+            "content_filter",
+        ),
     ],
 )
 def test_provider_failures_are_mapped(
@@ -430,6 +436,8 @@ def test_provider_failures_are_mapped(
         assert caught.value.response.headers["retry-after"] == "7"
     if error.kind == "context_length":
         assert "maximum context length is 32768 tokens" in caught.value.message
+    if error.kind == "provider_refusal":
+        assert "finish_reason content_filter (no content)" in caught.value.message
 
 
 def test_provider_failure_in_a_stream_request_is_an_http_error(serve: Any) -> None:

@@ -4,8 +4,8 @@ Above: a protocol's probe runner (MIRAGE's probes, CUE's ``agent`` memory system
 one restore point and one probe message per call and an attribution tag unique to the probe.
 Below: the built-in runtime, an OpenAI-compatible agent endpoint, a user command, or OpenClaw.
 Every call starts from a fresh restore of its ``RestorePoint``, so no probe sees another's
-question or answer. Agent failures (provider errors, timeouts, HTTP errors, garbage) come back
-as ``ProbeReply.error``, never as an exception or a parse failure. Nothing here knows a
+question or answer. Agent failures (provider errors and refusals, timeouts, HTTP errors, garbage)
+come back as ``ProbeReply.error``, never as an exception or a parse failure. Nothing here knows a
 protocol: MIRAGE's checkpoints and CUE's empty sessions both satisfy ``RestorePoint``.
 """
 
@@ -60,7 +60,10 @@ class RestorePoint(Protocol):
 
 
 class ToolCallRecord(BaseModel):
-    """One tool call attempted in the probe turn, with its parse/compliance outcome."""
+    """One tool call attempted in the probe turn, with its parse/compliance outcome. A call the
+    agent did not run but answered with a tool error (its body did not decode, or its arguments
+    failed the tool's schema) has ``executed`` false, ``error_returned`` true and the error the
+    model saw as ``result_text``."""
 
     name: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -69,6 +72,10 @@ class ToolCallRecord(BaseModel):
     error: str | None = None
     result_text: str | None = Field(
         default=None, description="what the tool returned to the agent (None: not known)"
+    )
+    error_returned: bool = Field(
+        default=False,
+        description="not run: the agent answered the call with a tool error (in result_text)",
     )
 
 
@@ -88,13 +95,16 @@ class ProbeUsage(BaseModel):
 class ProbeReply(BaseModel):
     """One probe's outcome. ``trace["tool_calls_reported"]`` is true when the agent gave its own
     account of the probe's tool calls (``tool_calls``), false when its reply said nothing.
-    ``context`` is what the probe had before its question (None: the adapter did not say)."""
+    ``context`` is what the probe had before its question (None: the adapter did not say).
+    ``finish_reason`` is the provider's for the probe turn's last model call, also when that
+    call failed (a ``content_filter`` refusal comes back as ``error``; None: not known)."""
 
     text: str | None = None
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: ProbeUsage = Field(default_factory=ProbeUsage)
     latency_s: float = 0.0
     error: str | None = None
+    finish_reason: str | None = None
     restored_sha256: str | None = None
     context: ProbeContext | None = None
     trace: dict[str, Any] = Field(default_factory=dict)

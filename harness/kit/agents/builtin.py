@@ -61,6 +61,7 @@ def turn_tool_calls(record: TurnRecord) -> list[ToolCallRecord]:
             executed=c.executed,
             error=c.error,
             result_text=c.result,
+            error_returned=c.error_returned,
         )
         for c in record.tool_calls
     ]
@@ -121,6 +122,7 @@ class BuiltinAgent(AgentUnderTest):
         except ProviderError as error:
             return ProbeReply(
                 error=f"provider_error: {error}",
+                finish_reason=error.finish_reason,
                 restored_sha256=restored,
                 latency_s=time.perf_counter() - started,
                 context=context,
@@ -132,6 +134,7 @@ class BuiltinAgent(AgentUnderTest):
             latency_s=time.perf_counter() - started,
             restored_sha256=restored,
             context=context,
+            finish_reason=record.finish_reason,
             trace={"rounds": record.rounds, "parse_outcomes": list(record.parse_outcomes)},
         )
 

@@ -9,7 +9,8 @@ body's ``metadata.mirage_memory_url``).
 
 Transient failures (connection errors, HTTP 429 and 5xx) are retried a bounded number of times
 with exponential backoff; a read timeout is not retried (the agent is slow, and a retry would
-repeat its work). Every failure — timeout, HTTP error, a body that is not JSON, no ``choices`` —
+repeat its work). Every failure — timeout, HTTP error, a body that is not JSON, no ``choices``,
+a provider's refusal (``finish_reason`` ``content_filter``, or a ``refusal`` with no content) —
 comes back as ``ProbeReply.error``.
 """
 
@@ -35,6 +36,7 @@ from harness.kit.agents.transcript import (
     TranscriptSource,
     reported_call,
 )
+from runtime.backbones.base import refusal_reason
 
 log = structlog.get_logger(__name__)
 
@@ -45,12 +47,18 @@ class AgentCallError(Exception):
     """The agent endpoint failed in a way recorded as the probe's error."""
 
     def __init__(
-        self, kind: str, detail: str, retryable: bool = False, status: int | None = None
+        self,
+        kind: str,
+        detail: str,
+        retryable: bool = False,
+        status: int | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.retryable = retryable
         self.status = status
+        self.finish_reason = finish_reason
 
 
 def chat_url(base_url: str) -> str:
@@ -114,7 +122,7 @@ class OpenAIEndpointAgent(AgentUnderTest):
             reply = parse_chat_reply(data)
         except AgentCallError as error:
             log.info("agent.probe_failed", tag=tag, kind=error.kind)
-            reply = ProbeReply(error=f"agent_error: {error}")
+            reply = ProbeReply(error=f"agent_error: {error}", finish_reason=error.finish_reason)
         return reply.model_copy(
             update={
                 "latency_s": time.perf_counter() - started,
@@ -187,18 +195,23 @@ def parse_chat_reply(data: Any) -> ProbeReply:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise AgentCallError("malformed", "choices[0] has no message object")
+    finish = choices[0].get("finish_reason")
+    finish_reason = finish if isinstance(finish, str) else None
     text = message_text(message.get("content"))
     raw_calls = message.get("tool_calls")
     # Many servers send "tool_calls": [] on every reply, so only a non-empty list is a report.
     calls = [reported_call(e) for e in raw_calls] if isinstance(raw_calls, list) else []
-    reported = bool(calls)
+    refused = refusal_reason(finish_reason, message.get("refusal"), text, len(calls))
+    if refused is not None:
+        raise AgentCallError("provider_refusal", refused, finish_reason=finish_reason)
     if text is None and not calls:
         raise AgentCallError("malformed", "the message has neither content nor tool_calls")
     return ProbeReply(
         text=text,
         tool_calls=calls,
         usage=chat_usage(data.get("usage")),
-        trace={"tool_calls_reported": reported, "finish_reason": choices[0].get("finish_reason")},
+        finish_reason=finish_reason,
+        trace={"tool_calls_reported": bool(calls)},
     )
 
 

@@ -155,6 +155,7 @@ def probe_view(
         "parsed": record.parsed.model_dump(mode="json"),
         "pf_reason": record.pf_reason,
         "provider_error": record.provider_error,
+        "finish_reason": record.finish_reason,
         "indicators": {name: getattr(record, name) for name in PROBE_INDICATORS},
         "rules": _indicator_rules(record),
         "path": record.path,

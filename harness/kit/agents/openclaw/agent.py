@@ -208,6 +208,7 @@ class OpenClawAgent(AgentUnderTest):
             error=error,
             restored_sha256=restored_digest(state.memory_sha256, requests),
             context=probe_context(requests),
+            finish_reason=requests[-1].finish_reason if requests else None,
             trace=trace,
         )
 
