@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,15 +120,17 @@ def _descendant_cpu(leave_out: int) -> float:
 
 @dataclass
 class StateClock:
-    """A display for ``RunProgress`` that notes when each probe bar starts and fills."""
+    """A display for ``RunProgress`` that notes when each probe bar starts and fills, and the
+    harness's CPU seconds (``cpu()``) then."""
 
-    started: dict[str, float] = field(default_factory=dict)
-    done: dict[str, float] = field(default_factory=dict)
+    cpu: Callable[[], float]
+    started: dict[str, tuple[float, float]] = field(default_factory=dict)
+    done: dict[str, tuple[float, float]] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
     _counts: dict[str, int] = field(default_factory=dict)
 
     def add_task(self, description: str, total: int) -> str:
-        self.started[description] = time.perf_counter()
+        self.started[description] = (time.perf_counter(), self.cpu())
         self.totals[description] = total
         self._counts[description] = 0
         return description
@@ -135,7 +138,7 @@ class StateClock:
     def advance(self, task: str) -> None:
         self._counts[task] += 1
         if self._counts[task] == self.totals[task]:
-            self.done[task] = time.perf_counter()
+            self.done[task] = (time.perf_counter(), self.cpu())
 
     def update(self, task: str, **_: Any) -> None:
         return None
@@ -164,33 +167,33 @@ async def _run(config: Any, clock: StateClock) -> None:
 
 
 def _measure(config: Any, endpoint: int, latency_s: float) -> dict[str, Any]:
-    clock = StateClock()
+    clock = StateClock(cpu=lambda: time.process_time() + _descendant_cpu(endpoint))
     load = os.getloadavg()
     endpoint_before = _process_cpu(endpoint)
-    cpu_before = time.process_time() + _descendant_cpu(endpoint)
     started = time.perf_counter()
     asyncio.run(_run(config, clock))
     wall = time.perf_counter() - started
-    harness_cpu = time.process_time() + _descendant_cpu(endpoint) - cpu_before
-    endpoint_cpu = _process_cpu(endpoint) - endpoint_before
     states = []
     for task, total in clock.totals.items():
         if "·" not in task or task not in clock.done:
             continue
-        took = clock.done[task] - clock.started[task]
+        (wall_start, cpu_start), (wall_done, cpu_done) = clock.started[task], clock.done[task]
         floor = total * latency_s / config.concurrency
         states.append(
             {
                 "state": task.split("·", 1)[1].strip(),
                 "probes": total,
-                "wall_s": round(took, 2),
+                "wall_s": round(wall_done - wall_start, 2),
                 "floor_s": round(floor, 2),
-                "ratio": round(took / floor, 2),
+                "ratio": round((wall_done - wall_start) / floor, 2),
+                "harness_cpu_ms_per_probe": round(1000 * (cpu_done - cpu_start) / total, 2),
             }
         )
     probes = sum(s["probes"] for s in states)
     probe_wall = sum(s["wall_s"] for s in states)
+    probe_cpu = sum(s["harness_cpu_ms_per_probe"] * s["probes"] for s in states) / 1000
     floor = probes * latency_s / config.concurrency
+    endpoint_cpu = _process_cpu(endpoint) - endpoint_before
     return {
         "concurrency": config.concurrency,
         "load_before": [round(x, 2) for x in load],
@@ -199,15 +202,14 @@ def _measure(config: Any, endpoint: int, latency_s: float) -> dict[str, Any]:
         "floor_s": round(floor, 2),
         "ratio": round(probe_wall / floor, 2) if floor else None,
         "run_wall_s": round(wall, 2),
-        "harness_cpu_s": round(harness_cpu, 2),
-        "harness_cpu_ms_per_probe": round(1000 * harness_cpu / probes, 2) if probes else None,
+        "harness_cpu_ms_per_probe": round(1000 * probe_cpu / probes, 2) if probes else None,
         "endpoint_cpu_s": round(endpoint_cpu, 2),
-        "endpoint_cpu_share": round(endpoint_cpu / probe_wall, 3) if probe_wall else None,
+        "endpoint_cpu_share_of_run": round(endpoint_cpu / wall, 3) if wall else None,
         "states": states,
     }
 
 
-def _prepare(base: Path, api_base: str, limit: int | None) -> Path:
+def _prepare(base: Path, api_base: str, limit: int | None) -> None:
     """Workspace, index and the paper trunk, built once (a run with no answerer left to ask:
     every probe it plans is then run by the measured runs)."""
     from harness.mirage.run import MirageRun
@@ -226,7 +228,6 @@ def _prepare(base: Path, api_base: str, limit: int | None) -> Path:
     started = time.perf_counter()
     asyncio.run(build())
     print(f"workspace + trunk built in {time.perf_counter() - started:.0f} s")
-    return base
 
 
 def _cpu_model() -> str:
@@ -243,6 +244,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--limit", type=int, default=0, help="questions (0: all 200)")
     parser.add_argument("--name", default="paper_scale")
+    parser.add_argument(
+        "--base", type=Path, help="keep the built workspace and trunk here and reuse them"
+    )
     args = parser.parse_args()
     if args.serve:
         serve(args.latency)
@@ -258,21 +262,25 @@ def main() -> None:
         api_base = f"http://127.0.0.1:{endpoint.stdout.readline().strip()}/v1"
         os.environ.setdefault("OPENAI_API_KEY", "bench")
         with tempfile.TemporaryDirectory(prefix="paper-scale-") as scratch:
-            base = _prepare(Path(scratch) / "base", api_base, limit)
+            base = args.base or Path(scratch) / "base"
+            if not (base / "checkpoints").is_dir():
+                _prepare(base, api_base, limit)
             runs = []
             for concurrency in args.concurrency:
                 out = Path(scratch) / f"c{concurrency}"
                 out.mkdir()
                 for part in ("workspace", "checkpoints"):
                     shutil.copytree(base / part, out / part)
-                result = _measure(_config(out, api_base, concurrency, limit), endpoint.pid, args.latency)
+                result = _measure(
+                    _config(out, api_base, concurrency, limit), endpoint.pid, args.latency
+                )
                 runs.append(result)
                 print(json.dumps({k: v for k, v in result.items() if k != "states"}))
                 for state in result["states"]:
                     print(
                         f"  {state['state']:<10} {state['probes']:>5} probes  "
                         f"{state['wall_s']:>7.1f} s  floor {state['floor_s']:>6.1f} s  "
-                        f"x{state['ratio']:.2f}"
+                        f"x{state['ratio']:.2f}  {state['harness_cpu_ms_per_probe']:.1f} ms CPU"
                     )
     finally:
         endpoint.terminate()

@@ -8,6 +8,7 @@ reference. ``runtime.snapshot`` writes and reads it.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from typing import Any, Literal
 
@@ -115,6 +116,23 @@ class Session(BaseModel):
     def replace_messages(self, messages: list[Message]) -> None:
         self.messages = list(messages)
         self.message_tokens = [count_message_tokens(message) for message in messages]
+
+    def fork(self) -> Session:
+        """An independent copy to run on (one probe on a restored checkpoint), made without
+        parsing or validating anything again: the messages are immutable and shared, every
+        container a turn changes (the message lists, the ledger, the compaction and tool state,
+        the configuration) is the copy's own. The copy equals this session."""
+        return self.model_copy(
+            update={
+                "config": self.config.model_copy(deep=True),
+                "messages": list(self.messages),
+                "message_tokens": list(self.message_tokens),
+                "ledger": self.ledger.model_copy(update={"calls": list(self.ledger.calls)}),
+                "compaction": self.compaction.model_copy(deep=True),
+                "tool_state": copy.deepcopy(self.tool_state),
+                "workspace": None if self.workspace is None else self.workspace.model_copy(),
+            }
+        )
 
     def identity_json(self) -> bytes:
         """The session as JSON without its ``WALL_CLOCK_FIELDS``: what a checkpoint's hash

@@ -167,17 +167,26 @@ def load_snapshot(path: Path) -> Session:
 
 
 class SnapshotCache:
-    """Verifies each snapshot file once, then restores fresh sessions from memory — for many
-    probes restoring the same checkpoint."""
+    """Verifies and parses each snapshot file once, then restores each session as a fork of
+    that parsed copy (``Session.fork``: nothing parsed, validated or hashed again), for many
+    probes restoring the same checkpoint; a fork's name is the file's, which the one
+    verification checked."""
 
     def __init__(self) -> None:
-        self._payloads: dict[Path, bytes] = {}
+        self._sessions: dict[Path, tuple[Session, str]] = {}
+
+    def _parsed(self, path: Path) -> tuple[Session, str]:
+        key = path.resolve()
+        found = self._sessions.get(key)
+        if found is None:
+            header, session = verified_session(key)
+            found = self._sessions[key] = (session, header.sha256)
+        return found
 
     def restore(self, path: Path) -> Session:
-        key = path.resolve()
-        payload = self._payloads.get(key)
-        if payload is None:
-            header, payload = read_snapshot_bytes(key)
-            session_from_payload(payload, str(path), header.sha256)  # named as it says
-            self._payloads[key] = payload
-        return session_from_payload(payload, str(path))
+        """A new, independent session from ``path``."""
+        return self._parsed(path)[0].fork()
+
+    def name(self, path: Path) -> str:
+        """The name (``session_hash``) of every session ``restore(path)`` gives."""
+        return self._parsed(path)[1]

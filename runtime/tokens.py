@@ -35,7 +35,10 @@ def encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     return tiktoken.get_encoding(name)
 
 
+@lru_cache(maxsize=4096)
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    """Tokens of ``text``; the same texts come back every turn and every probe (a system
+    prompt, the tools' descriptions, a history's messages), so the counts are kept."""
     if not text:
         return 0
     return len(encoding(encoding_name).encode(text, disallowed_special=()))

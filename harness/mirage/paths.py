@@ -22,6 +22,7 @@ reason, in ``docs/metrics.md`` ("The four retrieval paths").
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -165,10 +166,33 @@ def content_keywords(artifact_id: str, keywords: Iterable[str]) -> list[str]:
     return kept
 
 
+_SCANNED: OrderedDict[tuple[int, str, tuple[str, ...]], tuple[object, ContextEvidence]] = (
+    OrderedDict()
+)
+_SCANS_KEPT = 256
+
+
 def context_evidence(
     messages: Sequence[ContextMessage], artifact_id: str, keywords: Sequence[str]
 ) -> ContextEvidence:
-    """Where ``keywords`` and the image of ``artifact_id`` occur in ``messages``."""
+    """Where ``keywords`` and the image of ``artifact_id`` occur in ``messages``. Every probe of
+    a state hands over the same context object: it is scanned once per artifact (the last
+    ``_SCANS_KEPT`` scans are kept, each with the object it scanned)."""
+    key = (id(messages), artifact_id, tuple(keywords))
+    kept = _SCANNED.get(key)
+    if kept is not None and kept[0] is messages:
+        _SCANNED.move_to_end(key)
+        return kept[1]
+    evidence = _scan(messages, artifact_id, keywords)
+    _SCANNED[key] = (messages, evidence)
+    if len(_SCANNED) > _SCANS_KEPT:
+        _SCANNED.popitem(last=False)
+    return evidence
+
+
+def _scan(
+    messages: Sequence[ContextMessage], artifact_id: str, keywords: Sequence[str]
+) -> ContextEvidence:
     found: dict[bool, list[str]] = {False: [], True: []}
     hits: list[KeywordHit] = []
     images: list[int] = []

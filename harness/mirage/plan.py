@@ -462,7 +462,7 @@ def _probe_context(
     from memory_server import tools_specs
     from runtime.agent import Agent
 
-    session = restored.model_copy(update={"messages": list(restored.messages)})
+    session = restored.fork()
     if backbone is None:  # an agent we did not write: its prompt is its own
         return list(session.messages), []
     as_answerer(session, backbone.model, budget, adapters)

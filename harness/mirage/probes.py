@@ -121,7 +121,7 @@ async def run_probes(
             message = profile.prompt(task.question, task.condition)
             reply = await agent.probe(task.checkpoint, message, tag=task.tag)
             record = record_for(task, reply, resolver, agent.name, profile)
-            results.append(record)
+            await asyncio.to_thread(results.append, record)  # its fsync: off the event loop
             if on_done is not None:
                 on_done(record)
 

@@ -2,7 +2,9 @@
 
 ``make_backbone(None)`` or ``make_backbone("local/smollm2-135m")`` gives the embedded SmolLM2
 model (offline, in a llama.cpp worker process); any other string is a litellm model
-(``openai/...`` with ``api_base``, ``anthropic/...``, ``hosted_vllm/...``, ``ollama/...``).
+(``openai/...`` with ``api_base``, ``anthropic/...``, ``hosted_vllm/...``, ``ollama/...``);
+``openai/...`` and ``hosted_vllm/...`` with an ``api_base`` are served OpenAI-compatible
+endpoints, called without litellm's per-call processing (``runtime.backbones.served``).
 Heavy libraries (litellm, llama_cpp) load only when a backbone is used.
 """
 
@@ -28,6 +30,7 @@ from runtime.backbones.scripted import (
     ScriptedReply,
     ScriptExhausted,
 )
+from runtime.backbones.served import ServedBackbone, is_served
 
 DEFAULT_MODEL = SMOLLM2_MODEL
 LOCAL_MODELS: tuple[str, ...] = (SMOLLM2_MODEL,)
@@ -143,13 +146,16 @@ def _make_local(model: str, given: dict[str, Any]) -> EmbeddedBackbone:
 
 
 def _make_litellm(model: str, given: dict[str, Any]) -> LiteLLMBackbone:
+    """A litellm backbone; for a served OpenAI-compatible endpoint, the one that sends its
+    requests itself (``runtime.backbones.served``)."""
     _check_options(model, given, _LITELLM_OPTIONS)
     retry_fields = ("max_retries", "base_delay_s", "max_delay_s")
     retry = RetryPolicy(**{key: given.pop(key) for key in retry_fields if key in given})
     tool_mode = given.pop("tool_mode", None)
     if tool_mode not in (None, "native", "text"):
         raise ValueError(f"tool_mode must be 'native' or 'text', got {tool_mode!r}")
-    return LiteLLMBackbone(model, tool_mode=tool_mode, retry=retry, **given)
+    kind = ServedBackbone if is_served(model, given.get("api_base")) else LiteLLMBackbone
+    return kind(model, tool_mode=tool_mode, retry=retry, **given)
 
 
 __all__ = [
@@ -167,6 +173,7 @@ __all__ = [
     "ScriptExhausted",
     "ScriptedBackbone",
     "ScriptedReply",
+    "ServedBackbone",
     "ToolMode",
     "check_model",
     "make_backbone",

@@ -233,6 +233,11 @@ class Backbone(ABC):
         """Load the model now rather than on the first call (default: nothing to load)."""
         return None
 
+    async def aclose(self) -> None:
+        """Close what this event loop's calls opened (connections); a later call opens them
+        again. Default: nothing to close."""
+        return None
+
     def with_output_budget(self, max_output_tokens: int) -> Backbone:
         """This backbone answering with at most ``max_output_tokens`` per call: a shallow copy,
         so any loaded model is shared."""

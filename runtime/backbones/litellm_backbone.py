@@ -34,7 +34,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import structlog
@@ -164,13 +164,13 @@ class LiteLLMBackbone(Backbone):
         return frozenset(listed or ())
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:
-        request = self._request(messages, tools)
+        send = self._sender(messages, tools)
         attempt = 0
         while True:
             attempt += 1
             started = time.perf_counter()
             try:
-                response = await self._call(request)
+                response = await send()
                 return self._to_completion(response, messages, tools, started)
             except ProviderError as error:
                 if not error.retryable or attempt > self.retry.max_retries:
@@ -185,6 +185,13 @@ class LiteLLMBackbone(Backbone):
                 )
                 await asyncio.sleep(delay)
 
+    def _sender(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> Callable[[], Awaitable[Any]]:
+        """What sends the call (once per attempt) and returns the provider's response."""
+        request = self._request(messages, tools)
+        return lambda: self._call(request)
+
     def _request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         converted = to_openai_messages(messages, tools, self.profile, self.tool_mode)
         if self.cache_markers:
@@ -198,13 +205,20 @@ class LiteLLMBackbone(Backbone):
             "drop_params": True,  # drop sampling params a provider rejects instead of failing
             **self.extra_params,
         }
+        connection = {"api_base": self.api_base, "api_key": self.api_key}
+        request.update({key: value for key, value in connection.items() if value is not None})
+        request.update(self._parameters(tools))
+        return request
+
+    def _parameters(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The Chat Completions fields besides the model and the messages: the tools, the reply
+        budget and sampling, the per-call options."""
+        request: dict[str, Any] = {}
         openai_tools = to_openai_tools(tools, self.tool_mode)
         if openai_tools:
             request["tools"] = openai_tools
         options = self.call_options
-        optional = {
-            "api_base": self.api_base,
-            "api_key": self.api_key,
+        optional: dict[str, Any] = {
             "max_tokens": self.max_output_tokens,
             "temperature": self.temperature if options.temperature is None else options.temperature,
             "top_p": options.top_p,

@@ -43,9 +43,9 @@ def to_openai_messages(
     tool_mode: ToolMode,
 ) -> list[OpenAIMessage]:
     """The chat messages to send; in text mode the tool prompt is part of the system message."""
-    converted = [_convert(message, profile, tool_mode) for message in messages]
+    converted = [convert_message(message, profile, tool_mode) for message in messages]
     tool_prompt = profile.render_tools(tools) if tool_mode == "text" else ""
-    return _with_tool_prompt(converted, tool_prompt) if tool_prompt else converted
+    return with_tool_prompt(converted, tool_prompt) if tool_prompt else converted
 
 
 def to_openai_tools(tools: Sequence[ToolSpec], tool_mode: ToolMode) -> list[dict[str, Any]]:
@@ -53,7 +53,8 @@ def to_openai_tools(tools: Sequence[ToolSpec], tool_mode: ToolMode) -> list[dict
     return [tool.to_openai() for tool in tools] if tool_mode == "native" else []
 
 
-def _convert(message: Message, profile: ModelProfile, tool_mode: ToolMode) -> OpenAIMessage:
+def convert_message(message: Message, profile: ModelProfile, tool_mode: ToolMode) -> OpenAIMessage:
+    """One message in chat format (the text-mode tool prompt is ``with_tool_prompt``'s)."""
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
@@ -67,7 +68,8 @@ def _convert(message: Message, profile: ModelProfile, tool_mode: ToolMode) -> Op
     return _text_tool_result(message, profile)
 
 
-def _with_tool_prompt(converted: list[OpenAIMessage], tool_prompt: str) -> list[OpenAIMessage]:
+def with_tool_prompt(converted: list[OpenAIMessage], tool_prompt: str) -> list[OpenAIMessage]:
+    """``converted`` with the text-mode tool prompt closing its system message (or as one)."""
     if converted and converted[0]["role"] == "system":
         first = converted[0]
         return [{**first, "content": f"{first['content']}\n\n{tool_prompt}"}, *converted[1:]]

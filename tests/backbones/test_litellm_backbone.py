@@ -1,4 +1,5 @@
-"""LiteLLMBackbone through real litellm against a local fault-injecting OpenAI server."""
+"""LiteLLMBackbone through real litellm, and ServedBackbone (the same backbone sending its
+requests itself), against a local fault-injecting OpenAI server: every behaviour alike."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from runtime.backbones import LiteLLMBackbone, ProviderError, RetryPolicy
+from runtime.backbones import LiteLLMBackbone, ProviderError, RetryPolicy, ServedBackbone
+from runtime.backbones.base import CallOptions
 from runtime.backbones.litellm_backbone import RAW_ARGUMENTS_KEY
-from runtime.messages import Message, SystemMessage, ToolSpec, Usage, UserMessage
+from runtime.messages import AssistantMessage, Message, SystemMessage, ToolSpec, Usage, UserMessage
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     content_filtered,
@@ -43,18 +45,22 @@ MESSAGES: list[Message] = [SystemMessage(content="Be brief."), UserMessage.text(
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
+BACKBONES = {"litellm": LiteLLMBackbone, "served": ServedBackbone}
+
+
+@pytest.fixture(params=sorted(BACKBONES))
+def server(request: pytest.FixtureRequest) -> Iterator[FakeOpenAIServer]:
+    """The fake server; ``backbone_for`` makes the backbone kind the test is run with."""
     with FakeOpenAIServer() as running:
+        running.backbone_kind = BACKBONES[request.param]  # type: ignore[attr-defined]
         yield running
 
 
 def backbone_for(server: FakeOpenAIServer, **options: Any) -> LiteLLMBackbone:
     options.setdefault("retry", FAST_RETRY)
     options.setdefault("timeout_s", 5.0)
-    return LiteLLMBackbone(
-        "openai/fake-model", api_base=server.api_base, api_key="test-key", **options
-    )
+    kind: type[LiteLLMBackbone] = server.backbone_kind  # type: ignore[attr-defined]
+    return kind("openai/fake-model", api_base=server.api_base, api_key="test-key", **options)
 
 
 async def test_a_normal_reply_with_provider_usage(server: FakeOpenAIServer) -> None:
@@ -255,9 +261,10 @@ async def test_persistent_malformed_response_is_typed(server: FakeOpenAIServer, 
     assert (caught.value.kind, caught.value.attempts) == ("malformed_response", 2)
 
 
-async def test_connection_refused_is_a_connection_error() -> None:
+@pytest.mark.parametrize("kind", BACKBONES.values(), ids=sorted(BACKBONES, reverse=True))
+async def test_connection_refused_is_a_connection_error(kind: type[LiteLLMBackbone]) -> None:
     api_base = f"http://127.0.0.1:{unused_port()}/v1"
-    backbone = LiteLLMBackbone(
+    backbone = kind(
         "openai/fake-model",
         api_base=api_base,
         api_key="k",
@@ -346,5 +353,29 @@ async def test_a_local_openai_server_needs_no_api_key(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.push(reply("no key needed"))
-    backbone = LiteLLMBackbone("openai/fake-model", api_base=server.api_base, retry=FAST_RETRY)
+    kind: type[LiteLLMBackbone] = server.backbone_kind  # type: ignore[attr-defined]
+    backbone = kind("openai/fake-model", api_base=server.api_base, retry=FAST_RETRY)
     assert (await backbone.complete(MESSAGES, [])).text == "no key needed"
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "text"])
+async def test_served_sends_the_request_litellm_sends(tool_mode: str) -> None:
+    """The same call through litellm and sent by ``ServedBackbone`` itself: the same body
+    (options, tools, messages), also when the history repeats (its messages encoded once)."""
+    options = CallOptions(temperature=0.3, seed=7, stop=("END",), top_p=0.9)
+    history: list[Message] = [*MESSAGES, AssistantMessage(content="a1 is a chart."), MESSAGES[1]]
+    bodies = []
+    for kind in (LiteLLMBackbone, ServedBackbone):
+        with FakeOpenAIServer() as running:
+            running.push(reply("ok"), reply("ok"))
+            backbone = kind(
+                "openai/fake-model",
+                api_base=running.api_base,
+                api_key="k",
+                tool_mode=tool_mode,  # type: ignore[arg-type]
+                max_output_tokens=50,
+            ).with_call_options(options)
+            await backbone.complete(history[:2], [RECALL])
+            await backbone.complete(history, [RECALL])
+            bodies.append([request.body for request in running.requests])
+    assert bodies[0] == bodies[1]

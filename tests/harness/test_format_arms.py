@@ -5,8 +5,10 @@ same format and summarizer give identical records.
 
 Each run is a real ``mirage run`` process (scripted trunk, the reference summarizers writing the
 trunk's and the arms' memory flushes, the three reference agents answering through the real
-memory server, index and checkpoints). The arms cover both kinds of branch: ``free-form``
-shares the trunk's flush (same summarizer), the others write their own in its place."""
+memory server, index and checkpoints). Of the reference summarizers only ``keep-charts`` writes
+notes (its UI screenshots): under a ``names-only`` trunk the two ``~reference/keep-charts`` arms
+each write their own flush (once, on the workspace from before the trunk's), ``free-form``
+shares the trunk's; under a ``keep-charts`` trunk a ``free-form`` arm shares the trunk's notes."""
 
 from __future__ import annotations
 
@@ -27,11 +29,17 @@ from memory_server.workspace import Workspace
 pytestmark = pytest.mark.slow
 
 ANSWERERS = ("reference_retriever", "reference_context-reader", "reference_confabulator")
-ARMS = ("free-form", "per-fact-citations~reference/names-only", "verbatim~reference/keep-nothing")
+ARMS = (
+    "free-form",
+    "free-form~reference/keep-charts",
+    "per-fact-citations~reference/keep-charts",
+    "verbatim~reference/keep-nothing",
+)
+UI_NOTE = "# Phone lock-screen notification list (ui_9bd5e7db)"
 WALL_CLOCK = {"latency_s"}
 
 
-def _options(formats: list[str]) -> list[str]:
+def _options(formats: list[str], summarizer: str) -> list[str]:
     return [
         "--model",
         "reference/retriever",
@@ -40,7 +48,7 @@ def _options(formats: list[str]) -> list[str]:
         "--trunk-model",
         "scripted",
         "--summarizer",
-        "reference/keep-charts",
+        summarizer,
         "--limit",
         "2",
         "--summary-format",
@@ -69,9 +77,12 @@ def _config_fields(formats: list[str]) -> dict[str, Any]:
     }
 
 
-def _run(out: Path, formats: list[str], workspace: Path) -> Path:
+def _run(
+    out: Path, formats: list[str], workspace: Path, summarizer: str = "reference/names-only"
+) -> Path:
     shutil.copytree(workspace, out / "workspace")
-    command = [sys.executable, "-m", "mirage", "run", *_options(formats), "--out", str(out)]
+    options = _options(formats, summarizer)
+    command = [sys.executable, "-m", "mirage", "run", *options, "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return out
@@ -99,44 +110,53 @@ def _arm_versions(out: Path) -> dict[str, str | None]:
     }
 
 
+def _notes(out: Path, version: str | None) -> str:
+    """The dated notes of the run's workspace at ``version``, joined ("" when it has none)."""
+    workspace = Workspace.open(out / "workspace")
+    assert version is not None
+    files = sorted(p for p in workspace.version(version).files if p.startswith("memory/"))
+    return "".join(workspace.read_bytes(p, version).decode() for p in files)
+
+
 def test_permuted_and_lone_arms_give_identical_records(workspace: Path, tmp_path: Path) -> None:
     forward = _run(tmp_path / "forward", ["verbatim", *ARMS], workspace)
     backward = _run(tmp_path / "backward", ["verbatim", *reversed(ARMS)], workspace)
-    alone = _run(tmp_path / "alone", ["verbatim", ARMS[1]], workspace)
+    alone = _run(tmp_path / "alone", ["verbatim", ARMS[2]], workspace)
 
     assert _records(forward) == _records(backward)
     lone, every = _records(alone), _records(forward)
     for answerer in ANSWERERS:
         assert lone[answerer] == {state: every[answerer][state] for state in lone[answerer]}
-    assert _arm_versions(forward) == _arm_versions(backward)
-
-    notes = Workspace.open(forward / "workspace")
     versions = _arm_versions(forward)
-    note_path = next(p for p in notes.version(versions["pre-compaction"]).files if "memory/" in p)
-    trunk_notes = notes.read_bytes(note_path, versions["pre-compaction"]).decode()
-    # the trunk's flush (keep-charts) noted each UI screenshot once; the arm that shares the
-    # flush sees exactly that, the arms with their own flush see theirs only
-    assert trunk_notes.count("# Phone lock-screen notification list (ui_9bd5e7db)") == 1
-    assert versions["S2@free-form"] == versions["pre-compaction"] == versions["S2@verbatim"]
-    assert versions["S2@verbatim.reference-keep-nothing"] == versions["S1-d80k"]
-    own = notes.version(versions["S2@per-fact-citations.reference-names-only"]).files
-    assert note_path not in own or notes.read_bytes(
-        note_path, versions["S2@per-fact-citations.reference-names-only"]
-    ) != trunk_notes.encode()
+    assert versions == _arm_versions(backward)
+    assert _arm_versions(alone).items() <= versions.items()
+
+    # the trunk's flush (names-only) wrote nothing: the arms that share it, and keep-nothing's
+    # own, see the workspace as it was; each keep-charts arm wrote its notes once, on that
+    trunk = versions["pre-compaction"]
+    assert trunk == versions["S1-d80k"] == versions["S2@free-form"]
+    assert versions["S2@verbatim.reference-keep-nothing"] == trunk
+    charts = versions["S2@free-form.reference-keep-charts"]
+    assert charts == versions["S2@per-fact-citations.reference-keep-charts"] != trunk
+    assert _notes(forward, charts).count(UI_NOTE) == 1
+    assert UI_NOTE not in _notes(forward, trunk)
     # the working tree is the trunk's, whatever arm was branched last
-    assert (forward / "workspace" / note_path).read_text() == trunk_notes
-    assert (backward / "workspace" / note_path).read_text() == trunk_notes
+    for out in (forward, backward):
+        assert Workspace.open(out / "workspace").snapshot() == trunk
 
 
 def test_two_arms_of_one_format_and_summarizer_give_identical_records(
     workspace: Path, tmp_path: Path
 ) -> None:
     """``free-form`` under ``--summarizer reference/keep-charts`` and
-    ``free-form~reference/keep-charts`` are one arm: the same records under two names."""
-    plain = _records(_run(tmp_path / "plain", ["verbatim", "free-form"], workspace))
-    named = _records(
-        _run(tmp_path / "named", ["verbatim", "free-form~reference/keep-charts"], workspace)
+    ``free-form~reference/keep-charts`` are one arm: the same records under two names, on the
+    trunk's own notes (each UI screenshot noted once)."""
+    summarizer = "reference/keep-charts"
+    plain_out = _run(tmp_path / "plain", ["verbatim", "free-form"], workspace, summarizer)
+    named_out = _run(
+        tmp_path / "named", ["verbatim", "free-form~reference/keep-charts"], workspace, summarizer
     )
+    plain, named = _records(plain_out), _records(named_out)
     renamed = "S2@free-form.reference-keep-charts"
     for answerer in ANSWERERS:
         mine = [
@@ -147,3 +167,6 @@ def test_two_arms_of_one_format_and_summarizer_give_identical_records(
             for line in named[answerer][renamed]
         ]
         assert sorted(mine) == plain[answerer]["S2@free-form"]
+    versions = _arm_versions(plain_out)
+    assert versions["S2@free-form"] == versions["pre-compaction"] == versions["S2@verbatim"]
+    assert _notes(plain_out, versions["S2@free-form"]).count(UI_NOTE) == 1

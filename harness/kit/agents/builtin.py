@@ -34,7 +34,7 @@ from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
 from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
 from runtime.session import Session
-from runtime.snapshot import SnapshotCache, session_hash
+from runtime.snapshot import SnapshotCache
 
 
 def turn_usage(record: TurnRecord) -> ProbeUsage:
@@ -105,17 +105,24 @@ class BuiltinAgent(AgentUnderTest):
         self.max_output_tokens = max_output_tokens
         self.adapters = adapters
         self._snapshots = SnapshotCache()
+        self._contexts: dict[str, ProbeContext] = {}  # by checkpoint: the same for every probe
         self._pools: dict[str, MCPConnectionPool] = {}
 
     def restore(self, checkpoint: RestorePoint) -> tuple[Session, str]:
+        """A fresh session of ``checkpoint`` as the answerer, and its name."""
         session = self._snapshots.restore(checkpoint.snapshot_path)
-        restored = session_hash(session)
         as_answerer(session, self.backbone.model, self.max_output_tokens, self.adapters)
-        return session, restored
+        return session, self._snapshots.name(checkpoint.snapshot_path)
+
+    def _context(self, checkpoint: RestorePoint, session: Session) -> ProbeContext:
+        context = self._contexts.get(checkpoint.snapshot_sha256)
+        if context is None:
+            context = self._contexts[checkpoint.snapshot_sha256] = session_context(session)
+        return context
 
     async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:
         session, restored = self.restore(checkpoint)
-        context = session_context(session)
+        context = self._context(checkpoint, session)
         started = time.perf_counter()
         try:
             record = await self._turn(session, message, tag)
@@ -153,7 +160,9 @@ class BuiltinAgent(AgentUnderTest):
             return await Agent(session, self.backbone, tools).turn(message, purpose="probe")
 
     async def aclose(self) -> None:
-        """Close the pooled memory-server connections (before the server stops)."""
+        """Close the pooled memory-server connections (before the server stops) and the
+        backbone's own."""
         pools, self._pools = self._pools, {}
         for pool in pools.values():
             await pool.aclose()
+        await self.backbone.aclose()

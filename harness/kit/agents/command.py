@@ -117,7 +117,7 @@ class CommandAgent(AgentUnderTest):
                 eit=checkpoint.eit,
                 compaction_count=checkpoint.compaction_count,
             ),
-            transcript=restored.messages,
+            transcript=list(restored.messages),
             message=message,
             memory_url=self.memory_url(tag) if self.memory_url is not None else None,
         )

@@ -20,25 +20,31 @@ from harness.kit.agents.context import ProbeContext, chat_probe_context
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.profiles import resolve_profile
 from runtime.session import Session
-from runtime.snapshot import SnapshotCache, session_hash
+from runtime.snapshot import SnapshotCache
 
 MEMORY_URL_HEADER = "X-Mirage-Memory-Url"
 TAG_HEADER = "X-Mirage-Tag"
 
 
 class RestoredContext(BaseModel):
-    """One fresh restore of a checkpoint, as an agent we did not write receives it."""
+    """A restore of a checkpoint, as an agent we did not write receives it: the same for every
+    probe of the checkpoint, read and never changed (an adapter sends ``[*messages, probe]``)."""
 
     model_config = ConfigDict(frozen=True)
 
-    messages: list[OpenAIMessage]
+    messages: tuple[OpenAIMessage, ...]
     restored_sha256: str
+    context: ProbeContext
+    """What the agent is given before its probe message: the transcript's messages as its
+    active context, its system prompt as start-of-session material."""
 
-    @property
-    def context(self) -> ProbeContext:
-        """What the agent is given before its probe message: the transcript's messages as its
-        active context, its system prompt as start-of-session material."""
-        return chat_probe_context(self.messages)
+    @classmethod
+    def of(cls, messages: list[OpenAIMessage], restored_sha256: str) -> RestoredContext:
+        return cls(
+            messages=tuple(messages),
+            restored_sha256=restored_sha256,
+            context=chat_probe_context(messages),
+        )
 
 
 def system_text(session: Session) -> str:
@@ -57,16 +63,21 @@ def session_transcript(session: Session) -> list[OpenAIMessage]:
 
 
 class TranscriptSource:
-    """Verifies each checkpoint snapshot once, then builds a fresh transcript per probe."""
+    """Verifies each checkpoint snapshot once and builds its transcript once, for every probe
+    of the checkpoint."""
 
     def __init__(self) -> None:
         self._snapshots = SnapshotCache()
+        self._restored: dict[str, RestoredContext] = {}
 
     def restore(self, checkpoint: RestorePoint) -> RestoredContext:
-        session = self._snapshots.restore(checkpoint.snapshot_path)
-        return RestoredContext(
-            messages=session_transcript(session), restored_sha256=session_hash(session)
-        )
+        found = self._restored.get(checkpoint.snapshot_sha256)
+        if found is None:
+            path = checkpoint.snapshot_path
+            session = self._snapshots.restore(path)
+            found = RestoredContext.of(session_transcript(session), self._snapshots.name(path))
+            self._restored[checkpoint.snapshot_sha256] = found
+        return found
 
 
 def reported_call(entry: Any) -> ToolCallRecord:

@@ -220,7 +220,7 @@ def restore_checkpoint(session: ProbeSession) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         task = session.tasks[str(state.sample_id)]
         restored = session.begin(task)
-        history = await messages_from_openai(restored.messages)  # type: ignore[arg-type]
+        history = await messages_from_openai(list(restored.messages))  # type: ignore[arg-type]
         state.messages = [*history, *state.messages]
         memory = mcp_server_http(name=MEMORY_SERVER_NAME, url=session.memory_url(task))
         state.tools = [*state.tools, *(await memory.tools())]

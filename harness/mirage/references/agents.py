@@ -29,7 +29,6 @@ import time
 from typing import Any
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply, RestorePoint, ToolCallRecord
-from harness.kit.agents.context import chat_probe_context
 from harness.kit.agents.transcript import RestoredContext, TranscriptSource
 from harness.mirage.paths import RetrievalPath
 from harness.mirage.protocol import NONE_VALUE
@@ -83,7 +82,7 @@ class ReferenceAgent(AgentUnderTest):
             tool_calls=calls,
             latency_s=time.perf_counter() - started,
             restored_sha256=restored.restored_sha256,
-            context=chat_probe_context(restored.messages),
+            context=restored.context,
             trace={
                 "declared_path": declared,
                 "reference": {"kind": self.kind, "question": question, **note},
