@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -58,13 +59,17 @@ class MCPServerConfig(BaseModel):
 def _transport(config: MCPServerConfig) -> Any:
     if config.command is not None:
         from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
-        return StdioServerParameters(
+        parameters = StdioServerParameters(
             command=config.command,
             args=config.args,
             env={**offline_env(), **config.env},
             cwd=config.cwd,
         )
+        # the server's stderr goes to ours as it is now: stdio_client's default is the stream
+        # sys.stderr was when mcp was first imported (a test runner's capture, say)
+        return stdio_client(parameters, errlog=sys.stderr)
     assert config.url is not None
     if not config.headers:
         return config.url
