@@ -265,7 +265,9 @@ def main() -> None:
                 out.mkdir()
                 for part in ("workspace", "checkpoints"):
                     shutil.copytree(base / part, out / part)
-                result = _measure(_config(out, api_base, concurrency, limit), endpoint.pid, args.latency)
+                result = _measure(
+                    _config(out, api_base, concurrency, limit), endpoint.pid, args.latency
+                )
                 runs.append(result)
                 print(json.dumps({k: v for k, v in result.items() if k != "states"}))
                 for state in result["states"]:
