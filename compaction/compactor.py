@@ -18,6 +18,7 @@ import structlog
 from compaction.config import CompactionConfig
 from compaction.errors import NothingToCompact
 from compaction.strategies import CompactionStrategy, get_strategy
+from compaction.strategies.base import ChunkProgress
 from compaction.transcript import previous_summary, summary_message, tail_start
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone
@@ -49,12 +50,14 @@ async def compact(
     focus: str | None = None,
     keep_recent_tokens: int | None = None,
     reason: Reason = "manual",
+    on_chunk: ChunkProgress | None = None,
 ) -> CompactionRecord:
     """Compact an agent's (or a bare session's) history in place and return the record.
 
     ``keep_recent_tokens`` defaults to the budget ``CompactionConfig().budget(window)`` gives
-    for the session's window. Raises ``NothingToCompact`` when the whole history already fits
-    in the tail, ``CompactionError`` when no summary could be written."""
+    for the session's window; ``on_chunk`` hears the summary's progress (chunks done, in all).
+    Raises ``NothingToCompact`` when the whole history already fits in the tail,
+    ``CompactionError`` when no summary could be written."""
     session = target.session if isinstance(target, Agent) else target
     chosen = get_strategy(strategy) if isinstance(strategy, str) else strategy
     keep = keep_recent_tokens
@@ -68,6 +71,7 @@ async def compact(
         focus=focus,
         reason=reason,
         fixed_tokens=fixed_prompt_tokens(target),
+        on_chunk=on_chunk,
     )
 
 
@@ -98,6 +102,7 @@ async def compact_session(
     focus: str | None = None,
     reason: Reason = "manual",
     fixed_tokens: int = 0,
+    on_chunk: ChunkProgress | None = None,
 ) -> CompactionRecord:
     messages = list(session.messages)
     span = summarized_span(session, keep_recent_tokens)
@@ -115,6 +120,7 @@ async def compact_session(
         first_index=first,
         focus=focus,
         previous_summary=earlier,
+        on_chunk=on_chunk,
     )
     for completion in result.completions:
         session.ledger.record(

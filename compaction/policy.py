@@ -11,7 +11,7 @@ After a turn, with EIT the input tokens of the turn's last backbone call (the le
 2. EIT > threshold → compact, keeping ``keep_recent`` tokens verbatim.
 
 The two decisions are asked one by one (``claim_flush``, ``due_compaction``) by anything that
-must follow them without an agent loop: the dry run's token-level trunk (``harness.mirage.plan``)
+must follow them without an agent loop: the dry run's token-level trunk (``harness.mirage.replay``)
 asks them, and the compactor's ``summarized_span`` and ``install_summary``, rather than re-deriving
 them. A compaction ends the cycle (``flushed_in_cycle`` is reset). On overflow the policy compacts
 with the normal tail, then half of it, then a quarter on consecutive overflows of the same
@@ -29,6 +29,7 @@ from compaction.errors import CompactionError
 from compaction.flush import FLUSH_PROMPT, FlushRecord, memory_flush
 from compaction.references import NoteWriter
 from compaction.strategies import CompactionStrategy, get_strategy
+from compaction.strategies.base import ChunkProgress
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, ProviderError
 from runtime.session import CompactionRecord, Session
@@ -46,8 +47,11 @@ class CompactionPolicy:
         strategy: CompactionStrategy | str | None = None,
         summarizer: Backbone | None = None,
         flush_prompt: str = FLUSH_PROMPT,
+        on_chunk: ChunkProgress | None = None,
     ) -> None:
+        """``on_chunk`` hears each summary's progress (chunks done, in all)."""
         self.config = config or CompactionConfig()
+        self.on_chunk = on_chunk
         chosen = strategy if strategy is not None else self.config.format
         self.strategy = get_strategy(chosen) if isinstance(chosen, str) else chosen
         self.flush_prompt = flush_prompt
@@ -144,6 +148,7 @@ class CompactionPolicy:
                 focus=focus,
                 keep_recent_tokens=keep,
                 reason=reason,
+                on_chunk=self.on_chunk,
             )
         except (CompactionError, ProviderError) as error:
             log.warning("compaction_failed", reason=reason, error=str(error))

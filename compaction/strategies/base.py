@@ -12,13 +12,19 @@ boundaries; chunk *i* is summarised together with the summary of chunks < *i* (p
 ``previous_summary``), and the last call's output is the summary. A single message larger
 than a chunk is shortened in its middle with an explicit omission note. A context-length
 error from the summarizer halves the chunk budget and retries (at most ``MAX_SHRINKS`` times).
+
+How many chunks a summary takes is known only as it goes (each budget depends on the running
+summary): ``chunk_plan`` counts them ahead with every running summary at the summarizer's full
+output budget (an upper bound, short of a shrink), and ``summarize`` reports its progress as
+(chunks done, chunks in all) to an ``on_chunk`` callback: before the first call, then after
+each, the total counted again from what is left, so it is exact when the last chunk is done.
 """
 
 from __future__ import annotations
 
 import string
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +49,9 @@ DEFAULT_OUTPUT_TOKENS = 1024
 TOKEN_SAFETY_FACTOR = 1.25
 MIN_CHUNK_TOKENS = 48
 MAX_SHRINKS = 3
+
+ChunkProgress = Callable[[int, int], None]
+"""What a summary reports as it goes: (chunks done, chunks in all)."""
 
 
 class SummaryRequest(BaseModel):
@@ -75,6 +84,14 @@ class SummaryResult(BaseModel):
     shortened_messages: int = 0
 
 
+class ChunkPlan(BaseModel):
+    """The calls a summary will take: how many, and their input tokens (the transcript and,
+    per call, the format's prompt and the running summary; by tiktoken, as chunks are cut)."""
+
+    chunks: int
+    input_tokens: int
+
+
 class CompactionStrategy(ABC):
     """One summary format: ``name`` (what ``--summary-format`` and ``get_strategy`` take),
     ``build_prompt`` (one summarizer call's messages) and ``summarize`` (the whole summary of
@@ -95,9 +112,19 @@ class CompactionStrategy(ABC):
         first_index: int = 0,
         focus: str | None = None,
         previous_summary: str | None = None,
+        on_chunk: ChunkProgress | None = None,
     ) -> SummaryResult:
         """The summary of ``messages`` (session indexes from ``first_index``), folding in
-        ``previous_summary``; raises ``CompactionError`` when no summary can be made."""
+        ``previous_summary``, its progress reported to ``on_chunk``; raises
+        ``CompactionError`` when no summary can be made."""
+
+    def chunk_plan(
+        self, messages: Sequence[Message], summarizer: Backbone, *, first_index: int = 0
+    ) -> ChunkPlan:
+        """The calls ``summarize`` would make for ``messages`` (a strategy that does not cut
+        its input: one, with the transcript)."""
+        rendered = "\n\n".join(render_message(message) for message in messages)
+        return ChunkPlan(chunks=1, input_tokens=count_tokens(rendered))
 
 
 def template_fields(template: str) -> set[str]:
@@ -158,22 +185,51 @@ class PromptStrategy(CompactionStrategy):
         first_index: int = 0,
         focus: str | None = None,
         previous_summary: str | None = None,
+        on_chunk: ChunkProgress | None = None,
     ) -> SummaryResult:
         if not messages:
             raise CompactionError("no messages to summarise")
-        rendered = [
-            f"[{first_index + offset}] {render_message(message)}"
-            for offset, message in enumerate(messages)
-        ]
+        rendered = _rendered(messages, first_index)
         result = SummaryResult(summary=previous_summary or "", chunks=0)
         position = 0
         while position < len(rendered):
+            if on_chunk is not None:
+                left = self._chunks_left(rendered, position, summarizer, focus, result.summary)
+                on_chunk(result.chunks, result.chunks + left.chunks)
             position = await self._summarize_next_chunk(
                 rendered, position, first_index, summarizer, focus, result
             )
+        if on_chunk is not None:
+            on_chunk(result.chunks, result.chunks)
         if not result.summary.strip():
             raise CompactionError(f"the summarizer {summarizer.model} returned an empty summary")
         return result
+
+    def chunk_plan(
+        self, messages: Sequence[Message], summarizer: Backbone, *, first_index: int = 0
+    ) -> ChunkPlan:
+        return self._chunks_left(_rendered(messages, first_index), 0, summarizer, None, "")
+
+    def _chunks_left(
+        self,
+        rendered: list[str],
+        position: int,
+        summarizer: Backbone,
+        focus: str | None,
+        running: str,
+    ) -> ChunkPlan:
+        """The calls left from ``position``: the next with the running summary as it is, each
+        later one with a running summary of the summarizer's full output budget (a chunk of at
+        least ``MIN_CHUNK_TOKENS`` when that budget leaves less)."""
+        capacity = self._capacity(summarizer)
+        budget = capacity - self._overhead(summarizer, focus, running)
+        later = capacity - self._overhead(summarizer, focus, running, full_summary=True)
+        chunks = tokens = 0
+        while position < len(rendered) and budget >= MIN_CHUNK_TOKENS:
+            end, pieces, _ = _take_chunk(rendered, position, budget)
+            tokens += capacity - budget + sum(count_tokens(piece) + 2 for piece in pieces)
+            chunks, position, budget = chunks + 1, end, max(later, MIN_CHUNK_TOKENS)
+        return ChunkPlan(chunks=max(chunks, 1), input_tokens=tokens)
 
     async def _summarize_next_chunk(
         self,
@@ -226,12 +282,36 @@ class PromptStrategy(CompactionStrategy):
         )
 
     def _transcript_budget(self, summarizer: Backbone, focus: str | None, running: str) -> int:
+        return self._capacity(summarizer) - self._overhead(summarizer, focus, running)
+
+    @staticmethod
+    def _output_tokens(summarizer: Backbone) -> int:
         window = summarizer.context_window
-        output = summarizer.max_output_tokens or DEFAULT_OUTPUT_TOKENS
-        output = min(output, window // 2)
-        empty = SummaryRequest(transcript="", focus=focus, previous_summary=running or None)
-        overhead = sum(count_message_tokens(message) for message in self.build_prompt(empty))
-        return int((window - output) / TOKEN_SAFETY_FACTOR) - overhead
+        return min(summarizer.max_output_tokens or DEFAULT_OUTPUT_TOKENS, window // 2)
+
+    def _capacity(self, summarizer: Backbone) -> int:
+        """What one call's prompt may hold: the window less the output budget, less the margin
+        for tokenizers that count more than tiktoken."""
+        window = summarizer.context_window
+        return int((window - self._output_tokens(summarizer)) / TOKEN_SAFETY_FACTOR)
+
+    def _overhead(
+        self, summarizer: Backbone, focus: str | None, running: str, *, full_summary: bool = False
+    ) -> int:
+        """A call's prompt without its transcript; with ``full_summary``, a running summary of
+        the summarizer's full output budget in place of ``running``."""
+        previous = "…" if full_summary else running or None
+        empty = SummaryRequest(transcript="", focus=focus, previous_summary=previous)
+        prompt = sum(count_message_tokens(message) for message in self.build_prompt(empty))
+        return prompt + (self._output_tokens(summarizer) if full_summary else 0)
+
+
+def _rendered(messages: Sequence[Message], first_index: int) -> list[str]:
+    """Each message as the transcript numbers it (``[i] ROLE: …``)."""
+    return [
+        f"[{first_index + offset}] {render_message(message)}"
+        for offset, message in enumerate(messages)
+    ]
 
 
 def _take_chunk(rendered: list[str], position: int, budget: int) -> tuple[int, list[str], int]:

@@ -23,6 +23,12 @@ from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, Prof
 from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
+SCRIPTED_TRUNK_SUMMARIZER = "reference/keep-charts"
+"""The summarizer of a scripted trunk given no ``--summarizer``: like the trunk, no model — a
+reference summarizer (``compaction.references``) whose S2 keeps every chart's facts, sends UI
+screenshots to the memory flush's notes and drops the rest, so an agent under test meets all
+three (in its summary, in its notes, only behind ``artifact_recall``) in milliseconds. The
+embedded SmolLM2 wrote a degenerate S2 and took 4 of a 6-minute run (issue 45)."""
 CALIBRATION_FORMATS: tuple[str, ...] = (
     "verbatim~reference/keep-charts",
     "free-form~reference/keep-charts",
@@ -286,6 +292,10 @@ class RunConfig(BaseModel):
 
     @property
     def summarizer(self) -> str:
+        """``--summarizer``, else the trunk model, else (a scripted trunk) the reference
+        summarizer ``SCRIPTED_TRUNK_SUMMARIZER``."""
         if self.summarizer_model:
             return self.summarizer_model
-        return DEFAULT_MODEL if self.trunk_model == SCRIPTED_TRUNK_MODEL else self.trunk_model
+        if self.trunk_model == SCRIPTED_TRUNK_MODEL:
+            return SCRIPTED_TRUNK_SUMMARIZER
+        return self.trunk_model

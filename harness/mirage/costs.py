@@ -8,7 +8,8 @@ Above: ``mirage run --dry-run`` (``harness.mirage.plan``) and the run report (``
 A price the map does not have is unknown, never guessed: a model missing from the map, or a
 cache read (or write) for a model whose map entry has no cache price, makes that cost ``None``
 with the reason. (``litellm.cost_per_token`` would bill such cache reads at the full input
-price.) Models of the embedded ``local/`` backbone run on this machine and cost nothing.
+price.) Models of the embedded ``local/`` backbone run on this machine and cost nothing; the
+reference agents and summarizers (``reference/…``) call no model and cost nothing either.
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ class Cost(BaseModel):
 
     usd: float | None = None
     unknown: str | None = Field(default=None, description="why the cost is unknown")
+    no_model: bool = Field(default=False, description="calls no model (a reference agent)")
 
     def text(self) -> str:
+        if self.no_model:
+            return "no model, no cost"
         return f"${self.usd:,.2f}" if self.usd is not None else f"unknown ({self.unknown})"
 
 
@@ -65,6 +69,13 @@ class Prices(BaseModel):
     cache_read: float | None = None
     cache_write: float | None = None
     caches_prompts: bool = False
+
+
+def calls_no_model(model: str) -> bool:
+    """A reference agent or summarizer (``reference/…``): deterministic code, no model."""
+    from harness.mirage.references import is_reference
+
+    return is_reference(model)
 
 
 def prices_for(model: str) -> Prices | str:
@@ -95,6 +106,8 @@ def _price(value: Any) -> float | None:
 
 def cost_of(model: str, tally: TokenTally) -> Cost:
     """What ``tally`` costs on ``model``, cache reads and writes at their own prices."""
+    if calls_no_model(model):
+        return Cost(usd=0.0, no_model=True)
     prices = prices_for(model)
     if isinstance(prices, str):
         return Cost(unknown=prices)

@@ -12,12 +12,15 @@ sends: the system prompt, the memory server's tool descriptions, the restored hi
 probe question. The history comes from
 
 - the checkpoints, when a finished family of this trunk configuration exists (``checkpoint``);
-- otherwise a token-level replay of the trunk (``estimate``): the pack's planting turns, the
-  seeded filler, the trunk's replies (the scripted acknowledgement, or for a model trunk a
-  reply that fills its output budget) and a summary that fills the summarizer's output budget,
-  walked by the trunk's own driver (``harness.mirage.driver``: the same turns, the same capture
-  rules) with the trunk's own compaction policy deciding when it flushes and compacts and the
-  compactor which tail it keeps (asked, not re-derived).
+- otherwise a token-level replay of the trunk (``estimate``, ``harness.mirage.replay``): the
+  pack's planting turns, the seeded filler, the trunk's replies (the scripted acknowledgement, or
+  for a model trunk a reply that fills its output budget) and a summary that fills the
+  summarizer's output budget, walked by the trunk's own driver with the trunk's own compaction
+  policy deciding when it flushes and compacts and the compactor which tail it keeps.
+
+The same replay says who writes each summary format's compaction summary and, cut as the format
+cuts it for the summarizer's window, how many calls it takes (``harness.mirage.summarizers``; a
+warning when more than one); a real run says those lines first.
 
 Calls per probe are an assumption (printed): one under C0, two under Cm (one retrieval round
 adding ``TOOL_ROUND_TOKENS`` of call and result). Output is counted at the full budget (an upper
@@ -31,22 +34,24 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.costs import Cost, TokenTally, cost_of, prices_for
-from harness.mirage.driver import TrunkDriver, TrunkTurn, run_without_loop
 from harness.mirage.references import is_reference
+from harness.mirage.replay import (
+    OfferedTools,
+    PromptCounter,
+    TrunkReplay,
+    replay_summaries,
+)
 from harness.mirage.run import MirageRun, bad_files_reported
-from harness.mirage.states import StateSpec
+from harness.mirage.summarizers import SummaryPlan, summary_lines
 from runtime.backbones.base import LOCAL_PREFIX, Backbone
-from runtime.messages import AssistantMessage, Message, ToolSpec, UserMessage
+from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.session import Session
-from runtime.tokens import estimate_prompt_tokens
-from runtime.toolset import ToolOutcome, Toolset
 
 TOOL_ROUND_TOKENS = 800
 """Assumed input a retrieval round adds to a probe's second call: the call and the recall
@@ -54,17 +59,6 @@ result (five hits of a ~320-character snippet with their citations)."""
 CALLS_PER_PROBE: dict[str, int] = {"C0": 1, "Cm": 2}
 MIN_CACHED_PREFIX = 1024
 """Providers cache nothing shorter (OpenAI: 1,024 tokens; Anthropic: 1,024 to 4,096)."""
-PLACEHOLDER = (
-    "Here is a short plan for this task, with a sketch of the code:\n\n```python\n"
-    "def run_step(items: list[str], limit: int = 10) -> dict[str, int]:\n"
-    "    counts = {item: len(item) for item in items[:limit]}\n"
-    "    return counts\n```\n\n"
-)
-"""Stand-in for replies not generated yet: the trunk answers technical filler, so prose with
-code. Its mix matters because the compaction tail is kept by tiktoken count while the answerer
-counts with its own tokenizer: all-prose stand-ins made S2 5.9% short with the embedded model
-(its code-heavy replies cost ~1.2 of its tokens per cl100k token, prose ~1.0)."""
-
 StateSource = Literal["checkpoint", "estimate"]
 CachingMode = Literal["explicit", "automatic", "none", "local"]
 
@@ -103,6 +97,7 @@ class TrunkPlan(BaseModel):
     reused: bool
     turns: int | None = None
     groups: list[CallGroup] = Field(default_factory=list)
+    summaries: list[SummaryPlan] = Field(default_factory=list)
 
 
 class RunPlan(BaseModel):
@@ -116,169 +111,6 @@ class RunPlan(BaseModel):
     trunk: TrunkPlan
     answerers: list[AnswererPlan]
     assumptions: list[str]
-
-
-class OfferedTools(Toolset):
-    """The memory server's tools as a probe sees them, without a server to call."""
-
-    def __init__(self, specs: list[ToolSpec]) -> None:
-        self._specs = specs
-
-    def specs(self) -> list[ToolSpec]:
-        return list(self._specs)
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        return ToolOutcome(text="a dry run calls no tool", is_error=True)
-
-
-class PromptCounter:
-    """Input tokens of a call as ``backbone`` counts them (``Backbone.count_prompt_tokens``),
-    or, with no backbone (an agent we did not write), the tiktoken estimate."""
-
-    def __init__(self, backbone: Backbone | None) -> None:
-        self._backbone = backbone
-        self._source = "estimate"
-
-    def prompt(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        if self._backbone is None:
-            return estimate_prompt_tokens(messages, tools)
-        counted = self._backbone.count_prompt_tokens(list(messages), list(tools))
-        self._source = counted.source
-        return counted.tokens
-
-    @property
-    def name(self) -> str:
-        """Who counted (after the first count)."""
-        from runtime.backbones.litellm_backbone import LiteLLMBackbone
-
-        if isinstance(self._backbone, LiteLLMBackbone):
-            return "litellm's offline counter"
-        if self._backbone is not None and self._source == "provider":
-            return f"{self._backbone.model}'s tokenizer"
-        return "tiktoken estimate"
-
-
-def placeholder_text(tokens: int) -> str:
-    """Filler prose of ``tokens`` cl100k tokens: a stand-in for a reply not generated yet."""
-    from runtime.tokens import encoding
-
-    sentence = encoding().encode(PLACEHOLDER)
-    repeated = sentence * (tokens // len(sentence) + 1)
-    return encoding().decode(repeated[:tokens])
-
-
-# -- the trunk, replayed at the token level ------------------------------------------------
-
-
-@dataclass
-class TrunkReplay:
-    """The trunk's states and the model calls building it would make."""
-
-    sessions: dict[str, Session] = field(default_factory=dict)
-    turn_inputs: list[int] = field(default_factory=list)
-    flush_inputs: list[int] = field(default_factory=list)
-    summarized: list[int] = field(default_factory=list)
-    turns: int = 0
-
-
-class _ReplayedTrunk:
-    """The trunk at the token level, under the trunk driver (``harness.mirage.driver``) as the
-    real trunk is: the same messages and the agent loop's prompt; the trunk's own compaction
-    policy decides when it flushes and compacts and the compactor which tail it keeps; no
-    model (its replies and summaries are stand-ins of their budgets)."""
-
-    label = "the trunk (replayed without a model)"
-
-    def __init__(
-        self, run: MirageRun, trunk_backbone: Backbone | None, summary_tokens: int
-    ) -> None:
-        from harness.mirage.trunk import ReplayBackbone, trunk_policy
-        from memory_server import tools_specs
-        from runtime.agent import Agent
-        from runtime.factory import new_session
-        from runtime.session import AgentConfig
-
-        trunk = run.family.trunk_config()
-        self.run, self.profile, self.generated = run, run.profile, trunk_backbone is not None
-        replay = ReplayBackbone(trunk_backbone, context_window=self.profile.window)
-        config = AgentConfig(
-            model=replay.model,
-            context_window=self.profile.window,
-            max_output_tokens=trunk.max_output_tokens,
-        )
-        self.session = new_session(config, self.profile.window, run.workspace)
-        self.tools = tools_specs()
-        self.prefix = Agent(self.session, replay, OfferedTools(self.tools)).active_context()
-        self.counter = PromptCounter(trunk_backbone)
-        self.base = self.counter.prompt(self.prefix, self.tools)
-        self.added: list[int] = []
-        self.policy = trunk_policy(trunk, self.profile, run.config.primary_format, None)
-        self.budget = self.policy.config.budget(self.profile.window)
-        self.reply = placeholder_text(trunk.max_output_tokens)
-        self.summary = placeholder_text(summary_tokens)
-        self.eit = 0
-        self.position = 0
-        self.result = TrunkReplay()
-
-    @property
-    def compactions(self) -> int:
-        return self.session.compaction_count
-
-    def _tokens_of(self, message: Message) -> int:
-        return self.counter.prompt([*self.prefix, message], self.tools) - self.base
-
-    def _append(self, message: Message) -> None:
-        self.session.append(message)
-        self.added.append(self._tokens_of(message))
-
-    async def turn(self, turn: TrunkTurn) -> None:
-        self._append(turn.message)
-        self.eit = self.base + sum(self.added)
-        if turn.scripted is None and self.generated:
-            self.result.turn_inputs.append(self.eit)
-        text = turn.scripted if turn.scripted is not None else self._unscripted_reply()
-        self._append(AssistantMessage(content=text, raw=text))
-        self.position += 1
-        self._after_turn()
-
-    def _unscripted_reply(self) -> str:
-        from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
-
-        return self.reply if self.generated else SCRIPTED_ACKNOWLEDGEMENT
-
-    def _after_turn(self) -> None:
-        if self.policy.claim_flush(self.session, self.eit, self.budget):
-            self.result.flush_inputs.append(self.eit)
-        keep = self.policy.due_compaction(self.eit, self.budget)
-        if keep is not None:
-            self._compact(keep)
-
-    def _compact(self, keep: int) -> None:
-        from compaction.compactor import install_summary, summarized_span
-
-        span = summarized_span(self.session, keep)
-        if span is None:
-            return  # the real policy logs NothingToCompact and goes on
-        first, start = span
-        self.result.summarized.append(sum(self.session.message_tokens[first:start]))
-        install_summary(self.session, self.summary, start)
-        self.added = [self._tokens_of(self.session.messages[0]), *self.added[start:]]
-
-    async def capture(self, spec: StateSpec) -> Session:
-        return self.session.model_copy(
-            update={
-                "messages": list(self.session.messages),
-                "message_tokens": list(self.session.message_tokens),
-                "compaction": self.session.compaction.model_copy(deep=True),
-            }
-        )
-
-    def replay(self) -> TrunkReplay:
-        seed = self.run.family.trunk_config().seed
-        driver = TrunkDriver(self, self.run.pack, self.profile, seed)
-        self.result.sessions = run_without_loop(driver.run())
-        self.result.turns = self.position
-        return self.result
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -321,22 +153,10 @@ def plan_run(run: MirageRun) -> RunPlan:
 
 
 def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
-    from compaction.strategies.base import DEFAULT_OUTPUT_TOKENS
-
     config = run.config
-    scripted = config.trunk_model == SCRIPTED_TRUNK_MODEL
-    trunk_backbone = (
-        None if scripted else run.backbone(config.trunk_model, config.trunk_output_tokens)
-    )
-    summarizer = (
-        trunk_backbone
-        if config.summarizer == config.trunk_model
-        else run.backbone(config.summarizer, 512)
-    )
-    summary_tokens = (summarizer.max_output_tokens if summarizer else None) or DEFAULT_OUTPUT_TOKENS
-    replayed = _ReplayedTrunk(run, trunk_backbone, summary_tokens).replay()
+    replayed, summaries = replay_summaries(run)
     groups = []
-    if not scripted:
+    if config.trunk_model != SCRIPTED_TRUNK_MODEL:
         turns = _growing_conversation(replayed.turn_inputs, config.trunk_output_tokens)
         groups.append(_group("trunk turns", config.trunk_model, turns, cache=True))
         if replayed.flush_inputs:
@@ -346,15 +166,35 @@ def _replay_trunk(run: MirageRun, family: str) -> tuple[TrunkReplay, TrunkPlan]:
                 calls=len(replayed.flush_inputs),
             )
             groups.append(_group("memory flush", config.trunk_model, flush, cache=False))
-    if replayed.summarized:  # every other summary format compacts the first compaction again
-        summarized = replayed.summarized + replayed.summarized[:1] * (
-            len(config.summary_formats) - 1
+    groups += _summary_groups(replayed, summaries)
+    plan = TrunkPlan(
+        family=family, reused=False, turns=replayed.turns, groups=groups, summaries=summaries
+    )
+    return replayed, plan
+
+
+def _summary_groups(replayed: TrunkReplay, summaries: list[SummaryPlan]) -> list[CallGroup]:
+    """The summaries' calls, one group per summarizer: the primary format's summaries of every
+    compaction, and each other format's of the first (its branch compacts it again)."""
+    if not replayed.summarized:
+        return []
+    tallies: dict[str, TokenTally] = {}
+    primary, *others = summaries
+    for plan in replayed.chunk_plans:
+        tallies[primary.model] = tallies.get(primary.model, TokenTally()) + _summary_tally(
+            plan.chunks, plan.input_tokens, primary.output_tokens
         )
-        summaries = TokenTally(
-            input=sum(summarized), output=len(summarized) * summary_tokens, calls=len(summarized)
+    for other in others:
+        tallies[other.model] = tallies.get(other.model, TokenTally()) + _summary_tally(
+            other.chunks, other.input_tokens, other.output_tokens
         )
-        groups.append(_group("compaction summary", config.summarizer, summaries, cache=False))
-    return replayed, TrunkPlan(family=family, reused=False, turns=replayed.turns, groups=groups)
+    return [
+        _group("compaction summary", model, tally, cache=False) for model, tally in tallies.items()
+    ]
+
+
+def _summary_tally(calls: int, input_tokens: int, output_tokens: int) -> TokenTally:
+    return TokenTally(input=input_tokens, output=calls * output_tokens, calls=calls)
 
 
 def _growing_conversation(inputs: list[int], output_budget: int) -> TokenTally:
@@ -597,12 +437,15 @@ def _trunk_text(trunk: TrunkPlan) -> str:
         f"trunk: family {trunk.family} not built yet; about {trunk.turns} turns "
         "(states estimated from the pack and the depth profile)"
     ]
+    lines += [f"  {line}" for line in summary_lines(trunk.summaries)]
     lines += [f"  {_group_text(group)}" for group in trunk.groups] or ["  no model calls"]
     return "\n".join(lines)
 
 
 def _group_text(group: CallGroup) -> str:
     tokens = group.tokens
+    if group.cost.no_model:
+        return f"{group.what} ({group.model}): {tokens.calls:,} calls, no model, no cost"
     return (
         f"{group.what} ({group.model}): {tokens.calls:,} calls, input {tokens.input:,} "
         f"(cached read {tokens.cached_read:,}, cache write {tokens.cache_write:,}), "

@@ -61,7 +61,8 @@ def _model(role: str, model: str, run: MirageRunLike) -> ModelProvenance:
     if model == SCRIPTED_TRUNK_MODEL:
         return ModelProvenance(role=role, model=model, provider="scripted replies")
     if is_reference(model):
-        return ModelProvenance(role=role, model=model, provider="mirage reference agent")
+        kind = "summarizer, no model" if role == "summarizer" else "agent"
+        return ModelProvenance(role=role, model=model, provider=f"mirage reference {kind}")
     return model_provenance(role, model, run.config.api_base, set(run.backbones))
 
 

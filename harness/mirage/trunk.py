@@ -29,6 +29,7 @@ from compaction.config import CompactionConfig, split_format
 from compaction.flush import FLUSH_STATE_KEY, FlushRecord, flush_records
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
 from compaction.references import REFERENCE_SUMMARIZER_PREFIX
+from compaction.strategies.base import ChunkProgress
 from harness.mirage.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
@@ -130,8 +131,9 @@ class BranchingPolicy(CompactionPolicy):
         config: CompactionConfig,
         summarizer: Backbone | None,
         workspace_version: Callable[[], str | None] | None = None,
+        on_chunk: ChunkProgress | None = None,
     ) -> None:
-        super().__init__(config, summarizer=summarizer)
+        super().__init__(config, summarizer=summarizer, on_chunk=on_chunk)
         self.branch_point: bytes | None = None
         self.workspace_version = workspace_version
         self.pre_flush_version: str | None = None
@@ -314,6 +316,7 @@ async def branch_formats(
     workspace: WorkspaceVersions,
     trunk_format: str,
     on_branch: Callable[[str], None] | None = None,
+    on_chunk: ChunkProgress | None = None,
 ) -> dict[str, dict[str, Checkpoint]]:
     """The compaction states of each format in ``formats``, each from a fresh restore of
     ``branch_point`` (written next to it, in the same family) on the workspace as the branch
@@ -321,7 +324,8 @@ async def branch_formats(
     the trunk compacted with) keeps the branch point's workspace version; any other writes its
     own flush on the version from before the trunk's, in its place. No format sees what
     another wrote, whatever their order; the working tree is left as it was found.
-    ``on_branch`` is called with each format once its states are written."""
+    ``on_branch`` is called with each format once its states are written, ``on_chunk`` with
+    each summary's progress."""
     manifest = branch_point.manifest
     summarizer = manifest.trunk.summarizer_model
     trunk_writer = flush_writer(trunk_format, summarizer)
@@ -334,7 +338,9 @@ async def branch_formats(
             )
             workspace.checkout(_branch_base(branch_point, summary_format, own_flush))
             session = load_snapshot(branch_point.snapshot_path)
-            agent = trunk_agent(session, manifest.trunk, profile, models, toolset, summary_format)
+            agent = trunk_agent(
+                session, manifest.trunk, profile, models, toolset, summary_format, on_chunk
+            )
             runner = TrunkRunner(
                 pack,
                 manifest.trunk,
@@ -389,22 +395,29 @@ def trunk_agent(
     models: TrunkModels,
     toolset: Toolset | None,
     summary_format: str,
+    on_chunk: ChunkProgress | None = None,
 ) -> Agent:
-    """The trunk's agent on ``session``, compacting with ``summary_format``."""
+    """The trunk's agent on ``session``, compacting with ``summary_format`` (``on_chunk``: its
+    summaries' progress)."""
     replay = ReplayBackbone(models.trunk, context_window=profile.window)
-    policy = trunk_policy(trunk, profile, summary_format, models.summarizer_of(summary_format))
+    summarizer = models.summarizer_of(summary_format)
+    policy = trunk_policy(trunk, profile, summary_format, summarizer, on_chunk)
     check_states_reachable(profile, policy.config.budget(profile.window).threshold)
     return Agent(session, replay, toolset, policy)
 
 
 def trunk_policy(
-    trunk: TrunkConfig, profile: DepthProfile, summary_format: str, summarizer: Backbone | None
+    trunk: TrunkConfig,
+    profile: DepthProfile,
+    summary_format: str,
+    summarizer: Backbone | None,
+    on_chunk: ChunkProgress | None = None,
 ) -> BranchingPolicy:
     """The trunk's compaction policy (the dry run asks the same one, without a summarizer)."""
     compaction = compaction_config(
         profile, summary_format, trunk.summarizer_model, trunk.memory_flush
     )
-    return BranchingPolicy(compaction, summarizer=summarizer)
+    return BranchingPolicy(compaction, summarizer=summarizer, on_chunk=on_chunk)
 
 
 def build_trunk_agent(
@@ -414,8 +427,10 @@ def build_trunk_agent(
     toolset: Toolset | None,
     workspace: Path,
     summary_format: str,
+    on_chunk: ChunkProgress | None = None,
 ) -> Agent:
-    """The trunk's agent on a new session, compacting with ``summary_format``."""
+    """The trunk's agent on a new session, compacting with ``summary_format`` (``on_chunk``:
+    its summaries' progress)."""
     model, window = SCRIPTED_TRUNK_MODEL, profile.window
     if models.trunk is not None:
         model, window = models.trunk.model, models.trunk.context_window
@@ -428,7 +443,7 @@ def build_trunk_agent(
         model=model, context_window=profile.window, max_output_tokens=trunk.max_output_tokens
     )
     session = reproducible(new_session(config, profile.window, workspace), trunk)
-    return trunk_agent(session, trunk, profile, models, toolset, summary_format)
+    return trunk_agent(session, trunk, profile, models, toolset, summary_format, on_chunk)
 
 
 def reproducible(session: Session, trunk: TrunkConfig) -> Session:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import ValidationError
+from rich.progress import ProgressColumn, Task
+from rich.text import Text
 
 from harness.mirage.config import RunConfig, flag_of
 from harness.mirage.records import ProbeRecord
@@ -40,12 +42,23 @@ class _Phase:
         return self.total is not None and self.completed >= self.total
 
 
+class _LineConsole:
+    """The part of rich's ``Console`` the run prints its notes with, as plain lines."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+
+    def print(self, text: str, **_style: object) -> None:
+        self._write(text)
+
+
 class PlainProgress:
     """Progress as plain lines for a log file (``mirage run > run.log 2>&1``), where rich's
     live display, which draws only on a terminal, shows nothing. The subset of rich's
     ``Progress`` that ``MirageRun`` calls; a line when a phase starts and ends, and at most
     every ``interval_s`` seconds in between, with done/total and an ETA from the phase's rate;
-    while a phase does not move (one long trunk turn), a line every ``heartbeat_s``."""
+    while a phase does not move (one long trunk turn), a line every ``heartbeat_s``; the run's
+    notes (``console.print``) as lines of their own."""
 
     def __init__(
         self,
@@ -64,6 +77,11 @@ class PlainProgress:
         self._lock = threading.Lock()  # updates come from the run, heartbeats from a thread
         self._stopped = threading.Event()
         self._beats = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
+        self.console = _LineConsole(self._note)
+
+    def _note(self, line: str) -> None:
+        with self._lock:
+            self._write(line)
 
     def __enter__(self) -> PlainProgress:
         self._beats.start()
@@ -112,10 +130,12 @@ class PlainProgress:
         completed: float | None = None,
         advance: float | None = None,
         description: str | None = None,
+        total: float | None = None,
     ) -> None:
         with self._lock:
             phase = self._phases[task_id]
             was_finished = phase.finished
+            phase.total = phase.total if total is None else total
             if completed is not None:
                 phase.completed = completed
             phase.completed += advance or 0.0
@@ -140,10 +160,25 @@ def _phase_text(phase: _Phase, now: float) -> str:
     text = f"{phase.description}: {done:.0f}/{total:.0f} ({100 * done / max(total, 1):.0f}%)"
     if done >= total:
         return f"{text}, done in {_clock_text(now - phase.started)}"
-    if done > 0:
-        remaining = (now - phase.started) * (total - done) / done
-        return f"{text}, ETA {_clock_text(remaining)}"
-    return text
+    remaining = eta_seconds(now - phase.started, done, total)
+    return text if remaining is None else f"{text}, ETA {_clock_text(remaining)}"
+
+
+def eta_seconds(elapsed: float, done: float, total: float | None) -> float | None:
+    """Time left at the rate so far (None before anything is done, or with no total)."""
+    if total is None or done <= 0 or done >= total:
+        return None
+    return elapsed * (total - done) / done
+
+
+class EtaColumn(ProgressColumn):
+    """The time left at the task's rate since it started, as the plain lines say it (rich's
+    own column averages the last 30 s: nothing for a compaction chunk that takes a minute)."""
+
+    def render(self, task: Task) -> Text:
+        remaining = eta_seconds(task.elapsed or 0.0, task.completed, task.total)
+        shown = "" if remaining is None else f"ETA {_clock_text(remaining)}"
+        return Text(shown, style="progress.remaining")
 
 
 def _clock_text(seconds: float) -> str:
@@ -268,6 +303,7 @@ def progress_display() -> Any:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        EtaColumn(),
     )
     return Progress(*columns, console=console)
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.mirage.config import FIELD_OF, RunConfig
+from harness.mirage.config import FIELD_OF, SCRIPTED_TRUNK_SUMMARIZER, RunConfig
 from mirage.cli.options import MODEL, OUT, SUMMARY_FORMAT
 
 DEFAULTS = RunConfig.model_construct()
@@ -72,11 +72,19 @@ TrunkModel = Annotated[
 ]
 Summarizer = Annotated[
     str | None,
-    _option(panel=MODEL_PANEL, help="Compaction summarizer model (default: the trunk model)"),
+    _option(
+        panel=MODEL_PANEL,
+        help="Compaction summarizer model (default: the trunk model; with a scripted trunk, "
+        f"the reference summarizer {SCRIPTED_TRUNK_SUMMARIZER})",
+    ),
 ]
 ApiBase = Annotated[
     str | None,
-    _option(panel=MODEL_PANEL, help="Base URL for non-local models (OpenAI-compatible)"),
+    _option(
+        panel=MODEL_PANEL,
+        help="Base URL for non-local models (OpenAI-compatible); checked to answer before the "
+        "run starts",
+    ),
 ]
 Adapters = Annotated[bool, _option(panel=MODEL_PANEL, help="Pseudo-tool adapters on")]
 Pack = Annotated[str, _option(panel=PACK_PANEL, help="Bundled pack name or pack folder")]
@@ -195,7 +203,8 @@ DryRun = Annotated[
     bool,
     _option(
         panel=OUTPUT_PANEL,
-        help="Plan only: probes, input tokens per state (from existing checkpoints, else "
+        help="Plan only: the summarizer (and its chunks when the compaction input exceeds its "
+        "window), probes, input tokens per state (from existing checkpoints, else "
         "estimated from the pack and the profile), output budget and cost with and "
         "without prompt caching (litellm's local price map); builds and writes nothing",
     ),

@@ -32,7 +32,8 @@ _JSON_PROVIDERS = ("llms", "openai_like", "providers.json")
 _MODEL_MAP = ("model_prices_and_context_window_backup.json",)
 
 
-def _litellm_root() -> Path | None:
+def litellm_root() -> Path | None:
+    """The installed litellm package's folder (found, never imported)."""
     spec = find_spec("litellm")
     locations = spec.submodule_search_locations if spec is not None else None
     return Path(next(iter(locations))) if locations else None
@@ -53,21 +54,33 @@ def _enum_values(source: str, class_name: str) -> set[str]:
 
 
 @cache
+def model_map() -> dict[str, object] | None:
+    """litellm's local model map (model name → its entry), read as a file; None when this
+    litellm keeps it elsewhere."""
+    root = litellm_root()
+    try:
+        models = json.loads(root.joinpath(*_MODEL_MAP).read_text("utf-8")) if root else None
+    except (OSError, ValueError):
+        return None
+    return models if isinstance(models, dict) else None
+
+
+@cache
 def litellm_names() -> tuple[frozenset[str], frozenset[str]] | None:
     """(providers, bare model names) litellm knows, read from its files; None when this
     litellm keeps them elsewhere."""
-    root = _litellm_root()
-    if root is None:
+    root = litellm_root()
+    models = model_map()
+    if root is None or models is None:
         return None
     try:
         providers = _enum_values(root.joinpath(*_ENUM_FILE).read_text("utf-8"), _ENUM_CLASS)
         json_file = root.joinpath(*_JSON_PROVIDERS)
         if json_file.is_file():
             providers |= set(json.loads(json_file.read_text("utf-8")))
-        models = json.loads(root.joinpath(*_MODEL_MAP).read_text("utf-8"))
     except (OSError, ValueError, SyntaxError):
         return None
-    if not providers or not isinstance(models, dict):
+    if not providers:
         return None
     return frozenset(providers), frozenset(models)
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from runtime.backbones import check_model
-from runtime.backbones.names import litellm_names, provider_known
+from runtime.backbones.names import litellm_names, model_map, provider_known
 from runtime.offline import quiet_litellm
 
 _NEEDS_MORE = {"chatgpt", "github_copilot", "ragflow"}
@@ -58,6 +58,7 @@ def test_known_and_unknown_names_agree_with_litellm() -> None:
 
 def test_an_unknown_name_is_refused_without_importing_litellm() -> None:
     litellm_names.cache_clear()
+    model_map.cache_clear()
     started = time.perf_counter()
     with pytest.raises(ValueError, match="unknown model 'nosuch/x'"):
         check_model("nosuch/x")

@@ -1,5 +1,6 @@
-"""``mirage run --trunk-model scripted`` with nothing stood in: the embedded SmolLM2 summarizes
-the trunk and answers the probes, the three reference agents answer beside it, and the
+"""``mirage run --trunk-model scripted --summarizer local/smollm2-135m`` with nothing stood in:
+the embedded SmolLM2 summarizes the trunk (a scripted trunk's own default is a reference
+summarizer) and answers the probes, the three reference agents answer beside it, and the
 comparison opens with what their rows show and the model's protocol failures stated plainly.
 The CI-sized form of the README's first command (two questions; docs/running.md quotes its
 time)."""
@@ -25,8 +26,8 @@ LIMIT = 2  # one answerable and one unanswerable question: 16 probes per answere
 
 def test_scripted_trunk_default_run_with_the_real_embedded_model(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", "--trunk-model", "scripted", "--limit", str(LIMIT), "--out", str(out)]
-    result = CliRunner().invoke(app, args)
+    args = ["run", "--trunk-model", "scripted", "--summarizer", DEFAULT_MODEL]
+    result = CliRunner().invoke(app, [*args, "--limit", str(LIMIT), "--out", str(out)])
     assert result.exit_code == 0, result.output
 
     folders = {m: out / m.replace("/", "_") for m in [DEFAULT_MODEL, *REFERENCE_MODELS]}

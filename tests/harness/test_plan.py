@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,3 +92,58 @@ def test_cli_dry_run_of_a_bad_pack_is_one_line(tmp_path: Path) -> None:
         app, ["run", "--pack", str(tmp_path / "nope"), "--out", out, "--dry-run"]
     )
     assert_one_line_error(result, "nope", exit_code=2)
+
+
+def _dry_run(tmp_path: Path, *arguments: str) -> list[str]:
+    out = str(tmp_path / "r")
+    result = CliRunner().invoke(app, ["run", *arguments, "--out", out, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "r").exists()
+    return result.output.splitlines()
+
+
+def test_the_paper_profile_dry_run_warns_of_the_embedded_summarizers_window(
+    tmp_path: Path,
+) -> None:
+    lines = _dry_run(
+        tmp_path, "--profile", "paper", "--trunk-model", "scripted", "--summarizer",
+        "local/smollm2-135m", "--model", "reference/retriever", "--no-references", "--limit", "0",
+    )  # fmt: skip
+    named = next(line.strip() for line in lines if line.strip().startswith("summarizer "))
+    found = re.fullmatch(
+        r"summarizer local/smollm2-135m \(window 8,192\) writes the verbatim summary; its first "
+        r"compaction summarises ~([\d,]+) tokens",
+        named,
+    )
+    assert found and int(found[1].replace(",", "")) > 8192 * 5  # ~80k of the paper's 120k
+    warning = next(line.strip() for line in lines if line.strip().startswith("warning: "))
+    chunks = re.fullmatch(
+        r"warning: that is more than one call of local/smollm2-135m holds: its verbatim summary "
+        r"takes ~(\d+) chunks, one call each, about (\d+) min on 2 idle cores, (\d+) on busy "
+        r"ones; --summarizer with a larger window writes it in one",
+        warning,
+    )
+    assert chunks and int(chunks[1]) > 10 and 5 <= int(chunks[2]) < int(chunks[3])
+    calls = f"compaction summary (local/smollm2-135m): {chunks[1]} calls, input "
+    assert any(line.strip().startswith(calls) for line in lines)  # one call per chunk, priced
+
+
+def test_a_scripted_trunk_is_summarized_by_a_reference_summarizer_at_no_cost(
+    tmp_path: Path,
+) -> None:
+    arguments = ["--trunk-model", "scripted", "--model", "reference/retriever", "--no-references"]
+    lines = [line.strip() for line in _dry_run(tmp_path, *arguments)]
+    assert (
+        "summarizer reference/keep-charts writes the verbatim summary: a reference summarizer, "
+        "no model, milliseconds (its retention declared: docs/references.md)"
+    ) in lines
+    assert "compaction summary (reference/keep-charts): 1 calls, no model, no cost" in lines
+    assert not any("warning" in line or "unknown" in line for line in lines)
+
+
+def test_the_default_trunk_keeps_its_own_summarizer() -> None:
+    assert RunConfig().summarizer == "local/smollm2-135m"  # `mirage run` with no options
+    assert RunConfig(trunk_model="scripted").summarizer == "reference/keep-charts"
+    assert RunConfig(trunk_model="openai/gpt-4o-mini").summarizer == "openai/gpt-4o-mini"
+    given = RunConfig(trunk_model="scripted", summarizer_model="local/smollm2-135m")
+    assert given.summarizer == "local/smollm2-135m"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.mirage.config import RunConfig
-from harness.mirage.plan import placeholder_text, plan_run
+from harness.mirage.plan import plan_run
+from harness.mirage.replay import placeholder_text
 from harness.mirage.run import MirageRun
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec

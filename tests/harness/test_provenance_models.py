@@ -23,7 +23,16 @@ def test_a_default_run_lists_the_references_the_embedded_model_and_a_scripted_tr
     for reference in REFERENCE_MODELS:
         assert by_model["answerer", reference].provider == "mirage reference agent"
     assert by_model["trunk", SCRIPTED_TRUNK_MODEL].provider == "scripted replies"
-    # a scripted trunk still compacts with the embedded model; both carry the GGUF's digest
+    assert by_model["answerer", DEFAULT_MODEL].sha256  # the GGUF's digest
+    # a scripted trunk compacts with a reference summarizer unless told otherwise
+    summarizer = by_model["summarizer", "reference/keep-charts"]
+    assert summarizer.provider == "mirage reference summarizer, no model"
+
+
+def test_a_scripted_trunk_summarized_by_the_embedded_model_names_its_digest() -> None:
+    config = RunConfig(trunk_model=SCRIPTED_TRUNK_MODEL, summarizer_model=DEFAULT_MODEL)
+    models = _models(SimpleNamespace(config=config, backbones={}))  # type: ignore[arg-type]
+    by_model = {(m.role, m.model): m for m in models}
     assert by_model["summarizer", DEFAULT_MODEL].sha256
     assert (
         by_model["answerer", DEFAULT_MODEL].sha256 == by_model["summarizer", DEFAULT_MODEL].sha256

@@ -1,8 +1,9 @@
 """The reference agents through the real pipeline (docs/references.md): ``mirage run`` with no
-model given on a scripted trunk — real workspace, index, memory server over HTTP, checkpoints,
-fresh restores, scorer and four-way path labels — with the embedded model's place taken by a
-scripted stand-in that replies as SmolLM2 does (it parrots the previous assistant turn), so the
-run takes seconds; and a canary: gold answers replaced by markers no reference output may hold."""
+model given on a scripted trunk summarized by the embedded model — real workspace, index, memory
+server over HTTP, checkpoints, fresh restores, scorer and four-way path labels — with the
+embedded model's place taken by a scripted stand-in that replies as SmolLM2 does (it parrots the
+previous assistant turn), so the run takes seconds; and a canary: gold answers replaced by
+markers no reference output may hold."""
 
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def _folders(out: Path) -> dict[str, list[ProbeRecord]]:
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, float]]:
-    """``mirage run --trunk-model scripted --limit 4`` (no --model): its folder, its output
-    and its seconds."""
+    """``mirage run --trunk-model scripted --summarizer local/smollm2-135m --limit 4`` (no
+    --model): its folder, its output and its seconds."""
     out = tmp_path_factory.mktemp("default") / "run"
     stand_in = FunctionBackbone(smollm_like, model=DEFAULT_MODEL, context_window=8192)
 
@@ -74,8 +75,8 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("runtime.backbones.make_backbone", make_backbone)
         started = time.perf_counter()
-        args = ["run", "--trunk-model", "scripted", "--limit", str(LIMIT), "--out", str(out)]
-        result = CliRunner().invoke(app, args)
+        args = ["run", "--trunk-model", "scripted", "--summarizer", DEFAULT_MODEL]
+        result = CliRunner().invoke(app, [*args, "--limit", str(LIMIT), "--out", str(out)])
         seconds = time.perf_counter() - started
     assert result.exit_code == 0, result.output
     yield out, result.output, seconds

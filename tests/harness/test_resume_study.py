@@ -142,3 +142,20 @@ def test_the_command_refuses_a_changed_seed_fast_and_writes_nothing(tmp_path: Pa
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert len(lines) == 1 and "--seed 0, this run has --seed 1" in lines[0], lines
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+
+def test_a_scripted_trunk_folder_of_the_old_default_summarizer_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    """Its study holds the summarizer it ran with (the embedded SmolLM2, the scripted trunk's
+    default until issue 45): resumed without ``--summarizer`` it would mix two S2 states."""
+    out = tmp_path / "run"
+    old = _study(out, summarizer_model="local/smollm2-135m")
+    out.mkdir(parents=True)
+    write_study(old.config, old.pack.root, old.strategy.family(old))
+    with pytest.raises(ResumeError) as refused:
+        _check(_study(out, summarizer_model=None))
+    assert "--summarizer local/smollm2-135m, this run has --summarizer reference/keep-charts" in (
+        str(refused.value)
+    )
+    _check(_study(out, summarizer_model="local/smollm2-135m"))  # given outright: it resumes

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from mirage.cli import app
 from mirage.cli.run import PlainProgress
+from tests.fakes.openai_server import FakeOpenAIServer
 
 
 class SteppedClock:
@@ -110,10 +111,12 @@ def test_a_run_into_a_log_file_prints_progress_lines(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_model_failure_in_the_trunk_stops_the_run_with_one_line(tmp_path: Path) -> None:
     """A crash of the embedded model's worker in the trunk surfaces the same way: as a
-    ProviderError, here from a trunk model whose endpoint refuses connections."""
+    ProviderError, here from a trunk model whose endpoint answers every call with HTTP 500
+    (one that refuses connections is refused before the run starts: test_run_access)."""
     out = str(tmp_path / "run")
-    dead = ["--trunk-model", "openai/none", "--api-base", "http://127.0.0.1:9/v1"]
-    result = CliRunner().invoke(app, ["run", *dead, "--limit", "2", "--out", out])
+    with FakeOpenAIServer() as server:  # nothing scripted: every call is a 500
+        dead = ["--trunk-model", "openai/none", "--api-base", server.api_base]
+        result = CliRunner().invoke(app, ["run", *dead, "--limit", "2", "--out", out])
     assert result.exit_code == 1, result.output
     [error] = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert error.endswith("results so far are kept, re-run to resume")

@@ -1,8 +1,10 @@
 """``mirage run``: the MIRAGE protocol end to end (papers/mirage.txt, Algorithm 1), one module
 per stage:
 
-1. ``resume``: the output folder can be resumed; every model still needed exists
-   (``backbones``); then the folder is locked and ``run.json`` (options and provenance) and
+1. ``resume``: the output folder can be resumed; every model still needed exists, has its
+   provider's key and, served, an endpoint that answers (``backbones``); then the folder is
+   locked, the summarizers named, with a warning when a summary will take several calls
+   (``harness.mirage.summarizers``), and ``run.json`` (options and provenance) and
    ``study.json`` written;
 2. ``layout``: what the run is (pack, depth states, summary formats, questions, folders) and the
    pack's workspace W, materialised and indexed;
@@ -76,9 +78,10 @@ class MirageRun(RunLayout):
         from harness.mirage.shards import write_study
 
         check_resumable(self, self.family, self.strategy.family(self))
-        self.models.check(self.strategy.models_to_check(self))  # those still needed exist
+        self.models.check(self.strategy.models_to_check(self))  # exist, keys set, served
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
+        self._say_summarizers()
         write_run_config(self)  # the options and the provenance (the first run's on a resume)
         write_study(self.config, self.pack.root, self.strategy.family(self))
         index = self.prepare_workspace()
@@ -91,6 +94,21 @@ class MirageRun(RunLayout):
             return folders
         finally:
             index.close()
+
+    def _say_summarizers(self) -> None:
+        """The run's first lines: who writes its compaction summaries, and a warning when the
+        first compaction exceeds what one call of a summarizer holds (the dry run's estimate,
+        ``harness.mirage.replay.summarizer_notes``; an estimate that cannot reach every state
+        says nothing: the trunk itself will say why)."""
+        from harness.mirage.driver import TrunkError
+        from harness.mirage.replay import summarizer_notes
+
+        try:
+            notes = summarizer_notes(self)
+        except TrunkError:
+            return
+        for line in notes:
+            self.progress.say(line)
 
     def _report(self, folders: list[Path]) -> None:
         from harness.mirage.report import write_report

@@ -1,6 +1,11 @@
 """The run's backbones by model string: a ready one the caller gave, a reference summarizer, or
 ``make_backbone`` (checked first, so an unknown model is one line, not a provider's trace).
 
+Before any work, ``check`` asks of every model the run still needs what it can without calling
+one: that its name is known, that its provider's key is in the environment, and that the
+``--api-base`` a served model is reached at answers (``runtime.backbones.access``) — each problem
+one line naming the model, instead of a trunk built and every probe failing after its retries.
+
 Above: the run's layout and stages, the strategies. Below: ``runtime.backbones``,
 ``compaction.references``.
 """
@@ -23,16 +28,34 @@ class RunBackbones:
         return None if model.startswith(LOCAL_PREFIX) else self.api_base
 
     def check(self, models: list[str]) -> None:
-        """Every model in ``models`` exists (ready ones and reference agents need no check)."""
+        """Every model in ``models`` exists and, for a litellm model, has its provider's key
+        and (with ``--api-base``) an endpoint that answers; ready backbones, reference agents
+        and summarizers and embedded models call no provider and need no key."""
         from runtime.backbones import check_model
 
-        for model in dict.fromkeys(models):
-            if model in self.given or is_reference(model):
-                continue
+        needed = [m for m in dict.fromkeys(models) if m not in self.given and not is_reference(m)]
+        for model in needed:
             try:
                 check_model(model, self._api_base(model))
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
+        self._check_access(needed)
+
+    def _check_access(self, models: list[str]) -> None:
+        """The key of each litellm model in ``models``, then the ``--api-base`` they are
+        served at, each refusal one line."""
+        from runtime.backbones.access import endpoint_problem, missing_key
+
+        served = [model for model in models if not model.startswith(LOCAL_PREFIX)]
+        for model in served:
+            missing = missing_key(model, self._api_base(model))
+            if missing is not None:
+                raise RunInputError(f"{model} needs {missing} (not set)")
+        problem = endpoint_problem(self.api_base) if served and self.api_base else None
+        if problem is not None:
+            raise RunInputError(
+                f"--api-base {self.api_base} does not answer ({problem}) for {', '.join(served)}"
+            )
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
         from compaction.references import REFERENCE_SUMMARIZER_PREFIX, ReferenceSummarizer

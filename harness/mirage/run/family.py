@@ -154,9 +154,11 @@ class TrunkFamily:
             Workspace.open(run.workspace),
             record.summary_format,
             run.progress.branches(len(formats)),
+            run.progress.summary_chunks(),
         )
 
     def _models(self) -> TrunkModels:
+        from harness.mirage.summarizers import SUMMARIZER_OUTPUT_TOKENS
         from harness.mirage.trunk import TrunkModels
 
         run, config = self.run, self.run.config
@@ -166,10 +168,10 @@ class TrunkFamily:
         summarizer = (
             trunk_backbone
             if config.summarizer == config.trunk_model
-            else run.backbone(config.summarizer, 512)
+            else run.backbone(config.summarizer, SUMMARIZER_OUTPUT_TOKENS)
         )
         own = {
-            model: run.backbone(model, 512)
+            model: run.backbone(model, SUMMARIZER_OUTPUT_TOKENS)
             for model in (split_format(fmt)[1] for fmt in run.formats)
             if model is not None
         }
@@ -193,7 +195,15 @@ class TrunkFamily:
         from memory_server.workspace import Workspace
 
         run, trunk, family_dir = self.run, self.trunk_config(), self.directory
-        agent = build_trunk_agent(trunk, run.profile, models, tools, run.workspace, summary_format)
+        agent = build_trunk_agent(
+            trunk,
+            run.profile,
+            models,
+            tools,
+            run.workspace,
+            summary_format,
+            run.progress.summary_chunks(),
+        )
         workspace = Workspace.open(run.workspace)
         pack_version = workspace.store.tagged(PACK_VERSION_TAG)
         if pack_version is not None:  # the notes of an earlier, unfinished trunk go

@@ -1,12 +1,23 @@
 """The run's progress bars over an optional rich ``Progress`` (None: no display): the workspace,
-the trunk's EIT, the summary-format branches and each answerer's probes per state."""
+the trunk's EIT, a compaction summary written in several chunks, the summary-format branches and
+each answerer's probes per state; and the lines the run says above them (``say``; with no
+display, in the log).
+
+Above: the run's stages. Below: the display ``mirage run`` gives it (rich's live bars on a
+terminal, ``mirage.cli.run.PlainProgress`` lines in a log), through the calls both have.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import structlog
+
+from compaction.strategies.base import ChunkProgress
 from harness.kit.rundir import model_slug
+
+log = structlog.get_logger(__name__)
 
 
 class RunProgress:
@@ -31,6 +42,35 @@ class RunProgress:
             return lambda: None
         task = display.add_task("workspace + index", total=1)
         return lambda: display.update(task, completed=1)
+
+    def say(self, line: str) -> None:
+        """``line`` above the bars (a line of its own in a log); with no display, in the log."""
+        if self.display is None:
+            log.info("run_note", note=line)
+        else:
+            self.display.console.print(line, markup=False, highlight=False)
+
+    def summary_chunks(self) -> ChunkProgress | None:
+        """A bar for each compaction summary written in more than one chunk, filled by chunks
+        done (the display's ETA comes from them): ``compaction summary: chunk 3/14`` while the
+        third is written."""
+        display = self.display
+        if display is None:
+            return None
+        task: list[Any] = []  # the bar of the summary under way
+
+        def update(done: int, total: int) -> None:
+            if done == 0:
+                task.clear()  # a new summary
+            text = _chunk_text(done, total)
+            if not task and total > 1:
+                task.append(display.add_task(text, total=total))
+                if done == 0:
+                    return
+            if task:
+                display.update(task[0], completed=done, total=total, description=text)
+
+        return update
 
     def branches(self, total: int) -> Callable[[Any], None] | None:
         return self.counter("summary formats (S2 branches)", total)
@@ -60,3 +100,9 @@ class RunProgress:
                 completed=window,
                 description=f"trunk: {turns} turns, every state reached",
             )
+
+
+def _chunk_text(done: int, total: int) -> str:
+    if done >= total:
+        return f"compaction summary: {total} chunks written"
+    return f"compaction summary: chunk {done + 1}/{total}"

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from compaction.config import split_format
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.strategies.base import Backbones, RunStages
@@ -36,11 +37,12 @@ class OwnTrunk:
         return int(models.backbone(config.trunk_model, config.trunk_output_tokens).context_window)
 
     def trunk_models(self) -> list[str]:
-        """The models building the trunk needs (a scripted trunk still compacts with one)."""
+        """The models building the trunk and its format branches needs: the trunk model (none
+        for a scripted trunk), the summarizer, and each summary format's own summarizer."""
         config = self.config
-        if config.trunk_model == SCRIPTED_TRUNK_MODEL:
-            return [config.summarizer]
-        return [config.trunk_model, config.summarizer]
+        trunk = [] if config.trunk_model == SCRIPTED_TRUNK_MODEL else [config.trunk_model]
+        own = [split_format(entry)[1] for entry in config.summary_formats]
+        return [*trunk, config.summarizer, *(model for model in own if model is not None)]
 
     def family(self, run: RunStages) -> str | None:
         return run.family.directory.name
