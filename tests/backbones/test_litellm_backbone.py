@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from runtime.backbones.litellm_backbone import RAW_ARGUMENTS_KEY
 from runtime.messages import AssistantMessage, Message, SystemMessage, ToolSpec, Usage, UserMessage
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
+    JsonHandler,
     content_filtered,
     context_length_exceeded,
     error,
@@ -168,14 +169,12 @@ async def test_a_refusal_beside_content_is_the_models_answer(server: FakeOpenAIS
     assert (completion.text, completion.finish_reason) == ("ANSWERABLE=NO", "stop")
 
 
-class _AnthropicRefusal(BaseHTTPRequestHandler):
+class _AnthropicRefusal(JsonHandler):
     """``POST /v1/messages``: Anthropic's reply when its classifiers stop the model."""
 
-    disable_nagle_algorithm = True
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        payload = json.dumps(
+        body = self.read_json()
+        self.send_json(
             {
                 "id": "msg_1",
                 "type": "message",
@@ -185,15 +184,7 @@ class _AnthropicRefusal(BaseHTTPRequestHandler):
                 "stop_reason": "refusal",
                 "usage": {"input_tokens": 40, "output_tokens": 0},
             }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        )
 
 
 async def test_anthropics_refusal_stop_reason_is_a_provider_refusal() -> None:

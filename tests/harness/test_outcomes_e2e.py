@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pytest
 
 from harness.kit.results import RESULTS_FILE, read_records
 from harness.mirage.records import ProbeRecord
+from tests.fakes.openai_server import JsonHandler
 
 pytestmark = pytest.mark.slow
 
@@ -35,15 +36,14 @@ PARSE_ERROR = "An error occurred while parsing tool arguments. Please try again 
 PROBES = 2 * 4  # questions x states, per condition
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     """``POST /v1/chat/completions``: refuse C0 probes while ``refusing``; answer a Cm probe's
     first round with a call that does not decode, and its next round with the protocol."""
 
-    disable_nagle_algorithm = True
     server: _Endpoint
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         self.server.bodies.append(body)
         last = body["messages"][-1]
         question = next(m for m in reversed(body["messages"]) if m["role"] == "user")
@@ -60,18 +60,10 @@ class _Handler(BaseHTTPRequestHandler):
         message = {"role": "assistant", "content": content}
         usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
         choice = {"index": 0, "message": message, "finish_reason": finish}
-        payload = json.dumps(
+        self.send_json(
             {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
              "choices": [choice], "usage": usage}
-        ).encode()  # fmt: skip
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        )  # fmt: skip
 
 
 class _Endpoint(ThreadingHTTPServer):

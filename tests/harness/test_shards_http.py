@@ -15,13 +15,13 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from runtime.snapshot import load_snapshot
+from tests.fakes.openai_server import JsonHandler
 
 pytestmark = pytest.mark.slow
 
@@ -30,20 +30,19 @@ SUMMARY = "## Goal\nHelp the user.\n## Critical context\nArtifacts were shared e
 ANSWER = "ANSWERABLE=NO\nSOURCE=NONE\nANSWER=NONE"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     """``POST /v1/chat/completions``: the summary for a compaction request, a fixed protocol
     answer for a probe; after a random pause, as a real server takes varying time."""
 
-    disable_nagle_algorithm = True
     server: _Endpoint
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         text = json.dumps(body["messages"])
         reply = ANSWER if "ANSWERABLE=" in text else SUMMARY
         self.server.calls.append("probe" if reply == ANSWER else "summary")
         time.sleep(random.uniform(0.02, 0.12))
-        payload = json.dumps(
+        self.send_json(
             {
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
@@ -62,15 +61,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "total_tokens": (len(text) + len(reply)) // 4,
                 },
             }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+        )
 
 
 class _Endpoint(ThreadingHTTPServer):
