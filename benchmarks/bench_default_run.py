@@ -10,9 +10,11 @@ trunk, summarizer and answerer, 4 states x 2 conditions x 12 questions, then the
 agents, one row each) into a fresh folder, nothing reused; ``first_result_s`` is when each
 answerer's first probe record was written (time to first result). Timing hooks wrap a few
 functions (trunk turn, memory flush, compaction, probe, report, worker call); they only
-observe. It also writes a digest of every probe's raw output and every checkpoint's snapshot
-hash, so two runs (before/after a change) can be compared for identical outputs
-(``--compare OTHER.json``).
+observe. It also writes a digest of every probe's raw output, every checkpoint's snapshot hash,
+the compaction summaries (``summaries.json``) and every embedded-model call in order (the hash
+of its prompt and of its reply), so two runs (before/after a change, or two fresh runs) can be
+compared for identical outputs (``--compare OTHER.json``: which outputs, checkpoints and
+summaries differ, and the first model call whose prompt or reply differs).
 
 Run: ``python benchmarks/bench_default_run.py [--limit N] [--trunk-model scripted] [--name N]``;
 writes ``results/default_run.json`` (or ``results/<name>.json``). Takes the full run's time.
@@ -150,6 +152,7 @@ def _wrap_sync(owner: Any, name: str, label: Callable[..., str]) -> None:
 
 ANSWERER = "answerer "  # one answerer's probes: the embedded model's by state, a reference whole
 FIRST_RESULT: dict[str, float] = {}  # result folder -> when its first probe record was written
+MODEL_CALLS: list[dict[str, Any]] = []  # every embedded-model generation, in order
 COMPACTING_TURNS: set[str] = set()
 SCRIPTED_TURNS: set[str] = set()
 
@@ -185,6 +188,15 @@ def _install_hooks() -> None:
     def call(worker: LlamaWorker, request: Any) -> Any:
         reply = original_call(worker, request)
         if isinstance(request, GenerateRequest) and isinstance(reply, Generated):
+            MODEL_CALLS.append(
+                {
+                    "phase": "/".join(PHASES.stack),
+                    "prompt_sha256": _sha256(request.prompt),
+                    "reply_sha256": _sha256(reply.text),
+                    "prompt_tokens": reply.prompt_tokens,
+                    "cached_tokens": reply.cached_tokens,
+                }
+            )
             PHASES.count(
                 calls=1,
                 prompt_tokens=reply.prompt_tokens,
@@ -254,8 +266,13 @@ def phase_table() -> dict[str, dict[str, float]]:
     return table
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def output_digest(folder: Path, out: Path) -> dict[str, Any]:
-    """Each probe's raw output (by record key) and each checkpoint's snapshot hash."""
+    """Each probe's raw output (by record key), each checkpoint's snapshot hash, each state's
+    compaction summary and the embedded model's calls."""
     outputs = {}
     for line in (folder / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -267,11 +284,17 @@ def output_digest(folder: Path, out: Path) -> dict[str, Any]:
         snapshots[manifest.parent.name] = data.get("snapshot_sha256")
         contents[manifest.parent.name] = _content_hash(manifest.parent / data["snapshot"])
     joined = json.dumps(outputs, sort_keys=True).encode()
+    summaries = {
+        entry["state"]: _sha256(entry["text"])
+        for entry in json.loads((folder / "summaries.json").read_text())
+    }
     return {
         "raw_outputs": outputs,
         "raw_outputs_sha256": hashlib.sha256(joined).hexdigest(),
         "checkpoint_sha256": snapshots,
         "checkpoint_content_sha256": contents,
+        "summaries_sha256": summaries,
+        "model_calls": MODEL_CALLS,
     }
 
 
@@ -282,6 +305,17 @@ def _content_hash(snapshot: Path) -> str:
     for call in session.ledger.calls:
         call.latency_s = 0.0
     return session_hash(session)
+
+
+def _cpu_model() -> str | None:
+    """``model name`` of /proc/cpuinfo (None elsewhere)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return None
+    return next(
+        (line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), None
+    )
 
 
 def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
@@ -301,12 +335,37 @@ def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
         for state in set(mine[field]) | set(other[field])
         if mine[field].get(state) != other[field].get(state)
     )
+    summaries = sorted(
+        state
+        for state in set(mine["summaries_sha256"]) | set(other.get("summaries_sha256", {}))
+        if mine["summaries_sha256"].get(state) != other.get("summaries_sha256", {}).get(state)
+    )
     return {
         "against": str(other_path),
         "checkpoints_compared_by": field,
         "outputs_differing": differing,
         "checkpoints_differing": checkpoints,
+        "summaries_differing": summaries,
+        "model_calls": _first_differing_call(mine["model_calls"], other.get("model_calls")),
     }
+
+
+def _first_differing_call(
+    mine: list[dict[str, Any]], other: list[dict[str, Any]] | None
+) -> dict[str, Any] | None:
+    """How many embedded-model calls each run made, and the first whose prompt or reply
+    differs (its index, phase and which of the two) when both made as many (a probes-only
+    ``--reuse`` run makes none of the trunk's); None when the other run has no calls."""
+    if other is None:
+        return None
+    counts: dict[str, Any] = {"calls": len(mine), "other_calls": len(other)}
+    if len(mine) == len(other):
+        for index, (call, theirs) in enumerate(zip(mine, other, strict=True)):
+            differs = [key for key in ("prompt_sha256", "reply_sha256") if call[key] != theirs[key]]
+            if differs:
+                where = {"index": index, "phase": call["phase"], "differs": differs}
+                return {**counts, "first_differing": where}
+    return {**counts, "first_differing": None}
 
 
 def main() -> None:
@@ -355,6 +414,7 @@ def main() -> None:
         "load_1min_before": round(load_before[0], 2),
         "load_1min_after": round(os.getloadavg()[0], 2),
         "nproc": os.cpu_count(),
+        "cpu_model": _cpu_model(),
         "threads_env": os.environ.get("MIRAGE_LLAMA_THREADS"),
         "first_result_s": {
             name: round(when - started_wall, 1) for name, when in FIRST_RESULT.items()
@@ -379,9 +439,13 @@ def main() -> None:
     )
     if "comparison" in data:
         comparison = data["comparison"]
+        calls = comparison["model_calls"] or {}
         print(
             f"vs {args.compare}: {len(comparison['outputs_differing'])} raw outputs differ, "
-            f"{len(comparison['checkpoints_differing'])} checkpoints differ"
+            f"{len(comparison['checkpoints_differing'])} checkpoints differ, "
+            f"{len(comparison['summaries_differing'])} summaries differ; model calls "
+            f"{calls.get('calls')} vs {calls.get('other_calls')}, first differing: "
+            f"{calls.get('first_differing')}"
         )
     print(f"wrote {write_results(args.name, data)}")
 

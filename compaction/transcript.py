@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import PurePath
 
 from runtime.messages import (
     AssistantMessage,
@@ -59,10 +60,14 @@ def tail_start(message_tokens: Sequence[int], messages: Sequence[Message], keep:
 
 
 def _image_text(part: ImagePart) -> str:
-    fields = [
-        f"artifact_id={part.artifact_id}" if part.artifact_id else "",
-        f"path={part.path}" if part.path else "",
-    ]
+    """The image's id and path, with an absolute path cut to its file name: where the file
+    lies on the machine that built the session (a pack inside an installed package) is no
+    part of the conversation, and would make two installs send different summary prompts."""
+    location = ""
+    if part.path:
+        path = PurePath(part.path)
+        location = f"file={path.name}" if path.is_absolute() else f"path={part.path}"
+    fields = [f"artifact_id={part.artifact_id}" if part.artifact_id else "", location]
     label = " ".join(field for field in fields if field) or "inline"
     text = f"[image {label}]"
     if part.text_representation:

@@ -1,4 +1,5 @@
-"""Where the verbatim tail starts: within budget, never inside a tool block."""
+"""Where the verbatim tail starts: within budget, never inside a tool block; how messages are
+rendered for a summarizer."""
 
 from __future__ import annotations
 
@@ -100,3 +101,21 @@ def test_render_keeps_ids_paths_and_image_references() -> None:
     assert "artifact_id=chart_3f9a1c20 path=artifacts/chart_3f9a1c20.png" in user
     assert 'ASSISTANT TOOL CALL call-7: artifact_get({"path": "derived/x.csv"})' in assistant
     assert result == "TOOL RESULT call-7 from artifact_get: Berlin,1830"
+
+
+def test_an_absolute_image_path_reaches_the_summarizer_as_its_file_name_only() -> None:
+    """Two installs of one pack (its images inside each install's package folder) send the
+    summarizer the same text."""
+    rendered = {
+        render_message(
+            UserMessage(
+                content=(
+                    TextPart(text="keep this chart"),
+                    ImagePart(artifact_id="chart_3f9a1c20", path=f"{root}/chart_3f9a1c20.png"),
+                )
+            )
+        )
+        for root in ("/work/main/harness/mirage/packs/data", "/tmp/venv/lib/site-packages/x")
+    }
+    image = "[image artifact_id=chart_3f9a1c20 file=chart_3f9a1c20.png]"
+    assert rendered == {f"USER: keep this chart\n{image}"}

@@ -10,7 +10,9 @@ concern.
 - ``load``: ``open_llama``, the model loaded with llama.cpp's extra buffer types off;
 - ``grammar``: JSON-schema grammars for constrained replies (``tool_choice``,
   ``response_format``);
-- ``kv_snapshots``: the kept copies of long KV caches, restored by longest shared prefix.
+- ``kv_snapshots``: the kept copies of long KV caches, restored by longest shared prefix;
+- ``prefill``: how much of the cache a prompt takes and how the rest is cut into batches, so
+  that a reply is a function of its prompt alone.
 
 Above: ``runtime.backbones`` (``make_backbone``, which re-exports ``EmbeddedBackbone`` and
 ``SMOLLM2_MODEL``), ``runtime.backbones.doctor`` and ``mirage doctor``. Below: ``llama_cpp``,

@@ -8,7 +8,10 @@ completion, so llama.cpp keeps the longest common token prefix with the previous
 its KV cache: restoring one checkpoint for many probes prefills the shared prefix once. The
 worker also keeps copies of long caches a call would discard (``MIRAGE_KV_SNAPSHOT_MB``, default
 1024; 0 keeps none), so the probes of a state whose history is a prefix of an earlier, deeper
-trunk prompt start from that prompt's cache. ``cached_tokens`` reports the reused prefix.
+trunk prompt start from that prompt's cache. ``cached_tokens`` reports the reused prefix. Reuse
+never changes a reply: the worker reuses only what a cold prefill of the prompt would compute
+(``runtime/backbones/llama/prefill.py``), so a reply is a function of its prompt and sampling
+settings alone, whatever calls came before it.
 
 The model runs outside this process so that a native crash (an instruction this CPU cannot
 execute, say) becomes a ``ProviderError`` naming the signal and ``mirage doctor`` instead of

@@ -9,7 +9,9 @@ process with ``python -c`` calling ``serve_fd`` and speaks to it with the messag
 The runner keeps its KV cache between calls, so a prompt sharing a prefix with the previous one
 is not prefilled again (``cached_tokens`` reports the reused prefix), and keeps copies of caches
 that a call would discard, so a prompt sharing a long prefix with an earlier one, not only the
-last, starts from that copy.
+last, starts from that copy. It evaluates each prompt itself, as ``prefill`` says, and drops a
+reply's cache entries once the reply is returned, so the cache holds only prompt tokens and a
+reply is the one a cold prefill of its prompt gives, whatever calls came before.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from runtime.backbones.base import ProviderErrorKind
 from runtime.backbones.llama.grammar import GrammarError, gbnf
 from runtime.backbones.llama.kv_snapshots import KVSnapshot, KVSnapshots, common_prefix_length
 from runtime.backbones.llama.load import open_llama
+from runtime.backbones.llama.prefill import batch_spans, reusable_prefix
 from runtime.backbones.llama.wire import (
     CHATML_END,
     BuildInfo,
@@ -108,9 +111,11 @@ class LlamaRunner:
             message = f"no llama.cpp grammar can enforce this schema ({exc})"
             return Failure("bad_request", message, param=exc.source)
         self.snapshots.prepare(LlamaKV(self.llama), tokens)
-        cached = self._reusable_prefix(tokens)
         low_level.llama_perf_context_reset(self.llama.ctx)
         try:
+            cached = self._prefill(tokens)
+            # the whole prompt is in the cache with fresh logits: llama-cpp-python samples the
+            # first reply token from them without evaluating anything again
             result: Any = self.llama.create_completion(
                 tokens,
                 max_tokens=min(request.max_output_tokens, room),
@@ -125,6 +130,8 @@ class LlamaRunner:
                 "context_length" if "context window" in str(exc) else "unknown"
             )
             return Failure(kind, f"llama.cpp: {exc}")
+        finally:
+            self._keep_prompt_only(len(tokens))
         perf = low_level.llama_perf_context(self.llama.ctx)
         choice = result["choices"][0]
         return Generated(
@@ -132,7 +139,7 @@ class LlamaRunner:
             finish_reason=choice.get("finish_reason") or "stop",
             prompt_tokens=len(tokens),
             output_tokens=int(result["usage"]["completion_tokens"]),
-            cached_tokens=max(cached, 0),
+            cached_tokens=cached,
             latency_s=time.perf_counter() - started,
             prefill_tokens=int(perf.n_p_eval),
             prefill_s=float(perf.t_p_eval_ms) / 1000,
@@ -140,11 +147,26 @@ class LlamaRunner:
             decode_s=float(perf.t_eval_ms) / 1000,
         )
 
-    def _reusable_prefix(self, tokens: list[int]) -> int:
-        """Prompt tokens llama.cpp takes from its KV cache instead of re-evaluating (it always
-        re-evaluates at least the last prompt token to refresh the logits)."""
-        previous = self.llama.input_ids[: self.llama.n_tokens].tolist()
-        return min(common_prefix_length(previous, tokens), len(tokens) - 1)
+    def _prefill(self, tokens: list[int]) -> int:
+        """Evaluate ``tokens`` into the cache as a cold prefill would (``prefill``): the held
+        prefix it may reuse, the rest in batches of two tokens or more. Returns the tokens
+        taken from the cache."""
+        llama = self.llama
+        held = llama.input_ids[: llama.n_tokens].tolist()
+        reused = reusable_prefix(common_prefix_length(held, tokens), len(tokens))
+        llama.n_tokens = reused  # eval() drops the cache's entries from here on
+        for start, end in batch_spans(reused, len(tokens), llama.n_batch):
+            llama.eval(tokens[start:end])
+        return reused
+
+    def _keep_prompt_only(self, prompt_length: int) -> None:
+        """Drop the reply's cache entries (decoded one token at a time, they are not what a
+        prompt holding the reply computes) and any a failed call left beyond the prompt."""
+        llama = self.llama
+        if llama.n_tokens > prompt_length:
+            llama.n_tokens = prompt_length
+            llama._ctx.kv_cache_seq_rm(-1, prompt_length, -1)
+        llama._requires_eval = True  # the logits are the last reply token's, not the prompt's
 
 
 def _grammar(request: GenerateRequest) -> LlamaGrammar | None:

@@ -15,12 +15,15 @@ that shares the longest prefix with a prompt, turns those re-reads into a memory
 prefill; ``benchmarks/bench_backbones.py --sections snapshots``). Copies are evicted least
 recently used first, within ``capacity_bytes``.
 
-A restored copy holds the values the earlier calls computed, token batch by token batch.
-llama.cpp's numbers depend slightly on how a prompt was split into batches, so a greedy reply
-can differ from one after a cold prefill, as with llama.cpp's own reuse of the previous prefix;
-a run repeated with the same calls in the same order gets the same replies. (In the default
-``mirage run``, 16 of 96 SmolLM2 replies differed from a run without copies, all in one state;
-every score was the same.)
+A restored copy holds the values earlier calls computed, and they are the ones a cold prefill
+computes: the runner evaluates prompts by ``runtime/backbones/llama/prefill.py``'s rule (no
+batch of a single token; a reply's entries, decoded one token at a time, dropped once it is
+returned), under which llama.cpp gives the same bits however a prompt was split into batches.
+So the live cache and every copy hold only prompt tokens, and a reply does not depend on
+whether it came from a copy, the live cache or a cold prefill, nor on which calls came before
+(tests/backbones/test_prefill_real.py compares the caches bit for bit). Before that rule,
+reused entries of decoded replies made 16 of 96 SmolLM2 replies of the default ``mirage run``
+differ from a run without copies.
 """
 
 from __future__ import annotations
