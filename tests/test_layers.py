@@ -258,8 +258,8 @@ def _harness_tree(tmp_path: Path, files: dict[str, str]) -> Path:
             "harness/kit/x.py:2 imports harness.mirage (the kit imports no protocol)",
         ),
         (
-            {"harness/cue/x.py": "from harness.mirage.records import ProbeRecord\n"},
-            "harness/cue/x.py:1 imports harness.mirage.records (harness.cue never imports "
+            {"harness/cue/x.py": "from harness.mirage.probing.records import ProbeRecord\n"},
+            "harness/cue/x.py:1 imports harness.mirage.probing.records (harness.cue never imports "
             "harness.mirage)",
         ),
         (

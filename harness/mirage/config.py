@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from compaction.config import split_format
 from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
@@ -165,12 +165,12 @@ class RunConfig(BaseModel):
     shard: Shard | None = Field(
         default=None,
         description="Run only shard K of N of the study's probes (K/N); `mirage merge` joins "
-        "the shards (harness.mirage.shards)",
+        "the shards (harness.mirage.run.shards)",
     )
     retry_errors: bool = Field(
         default=False,
         description="Re-run exactly the probes recorded with a provider or agent error, "
-        "replacing their records (harness.mirage.retry)",
+        "replacing their records (harness.mirage.probing.retry)",
     )
 
     @field_validator("shard", mode="before")

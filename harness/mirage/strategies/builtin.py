@@ -3,7 +3,7 @@ model) answers through ``BuiltinAgent``, each reference agent (``reference/*``) 
 adapter, every one restored from the trunk family mirage builds or reuses.
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: ``BuiltinAgent`` and the
-reference agents, ``Probing.probe_agent`` (``harness.mirage.run.probing``).
+reference agents, ``Probing.probe_agent`` (``harness.mirage.probing.answerers``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from harness.mirage.strategies.base import RunStages
 from harness.mirage.strategies.own_trunk import OwnTrunk
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 
 class BuiltinStrategy(OwnTrunk):

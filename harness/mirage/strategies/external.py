@@ -3,7 +3,7 @@
 the memory server's log (``AttributedAgent``), one result folder named by its model (or itself).
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: the kit's adapter factory
-(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.run.probing``).
+(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.probing.answerers``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from harness.mirage.strategies.base import RunStages
 from harness.mirage.strategies.own_trunk import OwnTrunk
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 
 class ExternalStrategy(OwnTrunk):

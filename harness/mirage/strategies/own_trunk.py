@@ -2,7 +2,7 @@
 with its trunk model and summarizer, restored per probe.
 
 Above: the ``builtin`` and ``external`` strategies. Below: the run's checkpoint family
-(``harness.mirage.run.family``), the run's backbones.
+(``harness.mirage.trunk.family``), the run's backbones.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from compaction.config import split_format
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.strategies.base import Backbones, RunStages
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 SCRIPTED_TRUNK_WINDOW = 8192
 

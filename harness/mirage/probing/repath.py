@@ -1,7 +1,7 @@
 """``mirage rescore``'s path upgrade: an older record's two-way label (``path_source`` ``binary``)
 becomes the four-way path, recomputed from the checkpoint it was probed from.
 
-Above: ``mirage rescore``. Below: the run's checkpoint folders (``harness.mirage.checkpoints``:
+Above: ``mirage rescore``. Below: the run's checkpoint folders (``harness.mirage.trunk.checkpoints``:
 a record names its checkpoint by ``checkpoint_sha256``), the pack the checkpoint's trunk was
 built from (the gold's artifact keywords), the built-in runtime's view of a restored session
 (``harness.kit.agents.builtin.session_context``: what every adapter restoring a runtime
@@ -21,10 +21,10 @@ import structlog
 from harness.kit.agents.builtin import session_context
 from harness.kit.agents.context import ProbeContext
 from harness.kit.packfiles import PackFormatError
-from harness.mirage.checkpoints import MANIFEST, Checkpoint, CheckpointError, read_checkpoint
 from harness.mirage.packs import Pack, load_pack
-from harness.mirage.records import ProbeRecord, path_fields
+from harness.mirage.probing.records import ProbeRecord, path_fields
 from harness.mirage.scoring import Gold
+from harness.mirage.trunk.checkpoints import MANIFEST, Checkpoint, CheckpointError, read_checkpoint
 from runtime.snapshot import SnapshotCache, SnapshotError
 
 log = structlog.get_logger(__name__)

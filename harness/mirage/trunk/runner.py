@@ -1,6 +1,6 @@
 """The trunk conversation T = plant ⊕ filler and checkpoint capture (Algorithm 1, lines 1–2).
 
-Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.driver``: the walk over
+Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.trunk.driver``: the walk over
 the pack's turns and when each state is reached), the runtime agent loop with compaction
 (``CompactionPolicy``) and the memory server's tools; ``TrunkRunner`` is the driver's steps (one
 agent turn, one checkpoint). Planting turns whose assistant reply the pack scripts are
@@ -30,7 +30,8 @@ from compaction.flush import FLUSH_STATE_KEY, FlushRecord, flush_records
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
 from compaction.references import REFERENCE_SUMMARIZER_PREFIX
 from compaction.strategies.base import ChunkProgress
-from harness.mirage.checkpoints import (
+from harness.mirage.packs import Pack
+from harness.mirage.trunk.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
     Checkpoint,
@@ -38,9 +39,8 @@ from harness.mirage.checkpoints import (
     discard_unfinished_family,
     write_checkpoint,
 )
-from harness.mirage.driver import TrunkDriver, TrunkError, TrunkTurn
-from harness.mirage.packs import Pack
-from harness.mirage.states import PAPER_WINDOW, DepthProfile, StateSpec
+from harness.mirage.trunk.driver import TrunkDriver, TrunkError, TrunkTurn
+from harness.mirage.trunk.states import PAPER_WINDOW, DepthProfile, StateSpec
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, Completion
 from runtime.factory import new_session
@@ -160,7 +160,7 @@ class BranchingPolicy(CompactionPolicy):
 
 
 class TrunkRunner:
-    """The built-in trunk under the trunk driver (``harness.mirage.driver``): takes each turn
+    """The built-in trunk under the trunk driver (``harness.mirage.trunk.driver``): takes each turn
     with the trunk's agent and writes a checkpoint the moment the driver finds a state reached;
     compaction states under ``summary_format`` (the agent's policy's format)."""
 
@@ -450,7 +450,7 @@ def reproducible(session: Session, trunk: TrunkConfig) -> Session:
     """The trunk's session with nothing that differs between two builds of one family: its id
     is the family's and its workspace is named relative to the run folder, so the same trunk
     configuration gives byte-identical checkpoints in any ``--out`` on any machine (the shards
-    of ``mirage run --shard K/N`` rebuild their trunk: ``harness.mirage.shards``)."""
+    of ``mirage run --shard K/N`` rebuild their trunk: ``harness.mirage.run.shards``)."""
     workspace = None if session.workspace is None else WorkspaceRef(path=RUN_WORKSPACE)
     return session.model_copy(
         update={"session_id": f"trunk-{trunk.family_id()}", "workspace": workspace}
