@@ -55,6 +55,6 @@ def test_unknown_metric_is_a_clear_error() -> None:
 
 def test_docs_metrics_table_is_generated_from_the_registry() -> None:
     assert metrics_markdown() in DOC.read_text(encoding="utf-8"), (
-        "docs/metrics.md is out of step with harness/mirage/scoring/metrics.py: paste metrics_markdown() "
-        "between its metrics-table markers"
+        "docs/metrics.md is out of step with harness/mirage/scoring/metrics.py: paste "
+        "metrics_markdown() between its metrics-table markers"
     )

@@ -2,8 +2,8 @@
 
 Above: ``mirage export inspect`` (``mirage.cli.export``). Below: the folder's records, read
 strictly (``harness.kit.results``), the aggregate ``mirage report`` computes from them
-(``harness.mirage.report.aggregate``: the figures of ``summary.json``), the run's provenance and pack
-(question wording), the record-to-score mapping (``harness.mirage.inspect.scores``), and
+(``harness.mirage.report.aggregate``: the figures of ``summary.json``), the run's provenance and
+pack (question wording), the record-to-score mapping (``harness.mirage.inspect.scores``), and
 Inspect's log API (``inspect_ai.log.write_eval_log``), which writes the file.
 
 One log per answerer folder; one sample per probe (its id the probe's tag

@@ -1,13 +1,13 @@
 """``mirage rescore``'s path upgrade: an older record's two-way label (``path_source`` ``binary``)
 becomes the four-way path, recomputed from the checkpoint it was probed from.
 
-Above: ``mirage rescore``. Below: the run's checkpoint folders (``harness.mirage.trunk.checkpoints``:
-a record names its checkpoint by ``checkpoint_sha256``), the pack the checkpoint's trunk was
-built from (the gold's artifact keywords), the built-in runtime's view of a restored session
-(``harness.kit.agents.builtin.session_context``: what every adapter restoring a runtime
-snapshot was given) and the record's own tool calls. A record whose checkpoint is gone, is not
-a runtime snapshot (OpenClaw's) or whose pack cannot be loaded keeps its binary label, and the
-count of those is reported.
+Above: ``mirage rescore``. Below: the run's checkpoint folders
+(``harness.mirage.trunk.checkpoints``: a record names its checkpoint by ``checkpoint_sha256``), the
+pack the checkpoint's trunk was built from (the gold's artifact keywords), the built-in runtime's
+view of a restored session (``harness.kit.agents.builtin.session_context``: what every adapter
+restoring a runtime snapshot was given) and the record's own tool calls. A record whose checkpoint
+is gone, is not a runtime snapshot (OpenClaw's) or whose pack cannot be loaded keeps its binary
+label, and the count of those is reported.
 """
 
 from __future__ import annotations

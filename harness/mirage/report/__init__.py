@@ -1,11 +1,11 @@
 """The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
 
-Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.report.aggregate``
-over the records of ``DIR/results.jsonl``, and the kit's report building blocks
-(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``failed_probes`` (every
-probe recorded with a provider or agent error, per state and condition: ``harness.mirage.probing.retry``)
-and ``usage``: tokens (input, cached read, cache write, output) and cost per model
-(``harness.mirage.costs``), and with several summary formats ``summary_formats``
+Above: ``mirage report DIR`` and the end of ``mirage run``. Below:
+``harness.mirage.report.aggregate`` over the records of ``DIR/results.jsonl``, and the kit's report
+building blocks (``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus
+``failed_probes`` (every probe recorded with a provider or agent error, per state and condition:
+``harness.mirage.probing.retry``) and ``usage``: tokens (input, cached read, cache write, output)
+and cost per model (``harness.mirage.costs``), and with several summary formats ``summary_formats``
 (``harness.mirage.report.formats``), and when the states start with compaction summaries
 ``summary_checks`` (degenerate summaries flagged) and ``retention_checks`` (reference
 summarizers' declared retention against the visibility map:

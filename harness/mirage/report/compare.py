@@ -1,8 +1,8 @@
 """Several answerers side by side: ``comparison.md``, ``comparison.json`` and figures.
 
 Above: ``mirage report DIR`` on a run with several answerers, or ``mirage report DIR1 DIR2 …``.
-Below: one ``Aggregate`` per answerer (``harness.mirage.report.aggregate``), the run's ``run.json`` and the
-records' own depth coordinates.
+Below: one ``Aggregate`` per answerer (``harness.mirage.report.aggregate``), the run's ``run.json``
+and the records' own depth coordinates.
 
 Layout follows the paper (papers/mirage.txt, section 4.2): Table 1 with one block of state rows
 per model, Table 2 with one row per model, per condition. The ranking orders the answerers by

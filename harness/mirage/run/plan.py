@@ -19,8 +19,8 @@ probe question. The history comes from
   policy deciding when it flushes and compacts and the compactor which tail it keeps.
 
 The same replay says who writes each summary format's compaction summary and, cut as the format
-cuts it for the summarizer's window, how many calls it takes (``harness.mirage.trunk.summarizers``; a
-warning when more than one); a real run says those lines first.
+cuts it for the summarizer's window, how many calls it takes (``harness.mirage.trunk.summarizers``;
+a warning when more than one); a real run says those lines first.
 
 Calls per probe are an assumption (printed): one under C0, two under Cm (one retrieval round
 adding ``TOOL_ROUND_TOKENS`` of call and result). Output is counted at the full budget (an upper

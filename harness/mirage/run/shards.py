@@ -2,8 +2,8 @@
 ``mirage merge DIR… --out D`` joining the shards into one run folder.
 
 A shard runs every K-th probe of the study's probe plan (positions ``K-1, K-1+N, …`` of the
-state-major order of ``harness.mirage.probing.loop.plan_probes``), so the N shards partition the plan
-and each holds about 1/N of it whatever the states, conditions and repeats.
+state-major order of ``harness.mirage.probing.loop.plan_probes``), so the N shards partition the
+plan and each holds about 1/N of it whatever the states, conditions and repeats.
 
 The trunk and its checkpoints are *rebuilt on each machine* from the same configuration and
 seed: a scripted trunk (``--trunk-model scripted``) is deterministic, so every shard's

@@ -3,8 +3,8 @@
 Above: ``harness.mirage.run.MirageRun``, which keeps the protocol's order (resumable? models
 exist? lock, ``run.json``, ``study.json``, workspace and index, checkpoints, probes, reports) and
 asks its strategy — picked once from the configuration by ``harness.mirage.strategies.
-strategy_for`` — at each step where the kinds differ; the dry run (``harness.mirage.run.plan``) asks it
-which answerers it prices. Below, one module per kind:
+strategy_for`` — at each step where the kinds differ; the dry run (``harness.mirage.run.plan``) asks
+it which answerers it prices. Below, one module per kind:
 
 - ``builtin``: mirage's own runtime answers (the embedded model, litellm models, the reference
   agents ``reference/*``) on the trunk family mirage builds or reuses;

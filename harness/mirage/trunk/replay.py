@@ -1,17 +1,18 @@
 """The trunk replayed at the token level, without a model: what the dry run estimates every state
 from (``harness.mirage.run.plan``), and what a run says of its summarizers before it starts.
 
-``ReplayedTrunk`` walks the pack's turns under the trunk's own driver (``harness.mirage.trunk.driver``:
-the same turns, the same capture rules) with the agent loop's prompt, the trunk's compaction
-policy deciding when it flushes and compacts and the compactor which tail it keeps; replies not
-scripted and summaries are stand-ins of their budgets. Each compaction's summary is cut in
-chunks as its format cuts it for the summarizer's window (``CompactionStrategy.chunk_plan``).
-``replay_summaries`` gives each summary format's ``SummaryPlan``; ``summarizer_notes`` the lines
-a run says first (``harness.mirage.trunk.summarizers``).
+``ReplayedTrunk`` walks the pack's turns under the trunk's own driver
+(``harness.mirage.trunk.driver``: the same turns, the same capture rules) with the agent loop's
+prompt, the trunk's compaction policy deciding when it flushes and compacts and the compactor which
+tail it keeps; replies not scripted and summaries are stand-ins of their budgets. Each compaction's
+summary is cut in chunks as its format cuts it for the summarizer's window
+(``CompactionStrategy.chunk_plan``). ``replay_summaries`` gives each summary format's
+``SummaryPlan``; ``summarizer_notes`` the lines a run says first
+(``harness.mirage.trunk.summarizers``).
 
 Above: the dry run (``harness.mirage.run.plan``) and ``MirageRun``'s first stage. Below: the trunk's
-agent configuration and policy (``harness.mirage.trunk.runner``), the driver, the memory server's tool
-descriptions, the summary formats.
+agent configuration and policy (``harness.mirage.trunk.runner``), the driver, the memory server's
+tool descriptions, the summary formats.
 """
 
 from __future__ import annotations

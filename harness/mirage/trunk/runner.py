@@ -1,7 +1,7 @@
 """The trunk conversation T = plant ⊕ filler and checkpoint capture (Algorithm 1, lines 1–2).
 
-Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.trunk.driver``: the walk over
-the pack's turns and when each state is reached), the runtime agent loop with compaction
+Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.trunk.driver``: the walk
+over the pack's turns and when each state is reached), the runtime agent loop with compaction
 (``CompactionPolicy``) and the memory server's tools; ``TrunkRunner`` is the driver's steps (one
 agent turn, one checkpoint). Planting turns whose assistant reply the pack scripts are
 replayed verbatim (the reply is not generated, usage is a tiktoken estimate); every other
