@@ -12,7 +12,7 @@ The trunk captures ``pre-compaction`` — the session after the memory flush, ri
 compaction — and the compaction states of a format live in ``<state>@<format>/``
 (``S2@free-form/``), each manifest naming its format. The trunk writes the first format's inline;
 any other format is branched later from ``pre-compaction``
-(``harness.mirage.trunk.runner.branch_formats``).
+(``harness.mirage.trunk.branches.branch_formats``).
 
 Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
 renamed into place, and ``family.json`` is written the same way only after every checkpoint of

@@ -136,8 +136,8 @@ class TrunkFamily:
         return shared, branches
 
     async def _branch(self, models: TrunkModels, tools: Any, formats: list[str]) -> Branches:
+        from harness.mirage.trunk.branches import branch_formats
         from harness.mirage.trunk.checkpoints import read_family_record
-        from harness.mirage.trunk.runner import branch_formats
         from memory_server.workspace import Workspace
 
         run = self.run
