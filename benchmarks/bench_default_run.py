@@ -47,8 +47,8 @@ import harness.mirage.report as report_module
 from harness.kit.agents.builtin import BuiltinAgent
 from harness.kit.results import ResultsLog
 from harness.mirage.config import RunConfig
-from harness.mirage.probing.answerers import Probing
 from harness.mirage.run import MirageRun
+from harness.mirage.run.probing import Probing
 from harness.mirage.trunk.runner import TrunkRunner
 from runtime.backbones.llama.wire import Generated, GenerateRequest
 from runtime.backbones.llama.worker import LlamaWorker

@@ -13,7 +13,7 @@ import pytest
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
 from harness.mirage.run.plan import plan_run
-from harness.mirage.trunk.replay import placeholder_text
+from harness.mirage.run.replay import placeholder_text
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec
 from tests.harness.test_run_e2e import oracle

@@ -16,7 +16,7 @@ old file or the new one) and the side log holding the probes retried so far; the
 or without ``--retry-errors``, first settles that side log into ``results.jsonl`` (the swap is
 idempotent, so a kill between the swap and the side log's removal is harmless).
 
-Above: ``Probing.probe_states`` / ``pending_probes`` (``harness.mirage.probing.answerers``), the
+Above: ``Probing.probe_states`` / ``pending_probes`` (``harness.mirage.run.probing``), the
 report writer and ``mirage run``.
 Below: the kit's results log and ``ProbeRecord``.
 """

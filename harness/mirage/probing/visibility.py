@@ -24,8 +24,8 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.rundir import RunFileError
+from harness.mirage.packs.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.packs.pack import Pack
-from harness.mirage.probing.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.probing.retrieval_paths import (
     ContextEvidence,
     ContextMessage,

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.mirage.config import RunConfig
-from harness.mirage.probing.answerers import Probing
 from harness.mirage.run.errors import ResumeError, RunInputError, bad_files_reported
+from harness.mirage.run.family import TrunkFamily
 from harness.mirage.run.layout import RunLayout, select_questions
+from harness.mirage.run.probing import Probing
 from harness.mirage.strategies.own_trunk import SCRIPTED_TRUNK_WINDOW
-from harness.mirage.trunk.family import TrunkFamily
 
 if TYPE_CHECKING:
     from harness.mirage.report import ReportFiles
@@ -98,10 +98,10 @@ class MirageRun(RunLayout):
     def _say_summarizers(self) -> None:
         """The run's first lines: who writes its compaction summaries, and a warning when the
         first compaction exceeds what one call of a summarizer holds (the dry run's estimate,
-        ``harness.mirage.trunk.replay.summarizer_notes``; an estimate that cannot reach every state
+        ``harness.mirage.run.replay.summarizer_notes``; an estimate that cannot reach every state
         says nothing: the trunk itself will say why)."""
+        from harness.mirage.run.replay import summarizer_notes
         from harness.mirage.trunk.driver import TrunkError
-        from harness.mirage.trunk.replay import summarizer_notes
 
         try:
             notes = summarizer_notes(self)

@@ -12,7 +12,7 @@ sends: the system prompt, the memory server's tool descriptions, the restored hi
 probe question. The history comes from
 
 - the checkpoints, when a finished family of this trunk configuration exists (``checkpoint``);
-- otherwise a token-level replay of the trunk (``estimate``, ``harness.mirage.trunk.replay``): the
+- otherwise a token-level replay of the trunk (``estimate``, ``harness.mirage.run.replay``): the
   pack's planting turns, the seeded filler, the trunk's replies (the scripted acknowledgement, or
   for a model trunk a reply that fills its output budget) and a summary that fills the
   summarizer's output budget, walked by the trunk's own driver with the trunk's own compaction
@@ -41,13 +41,13 @@ from pydantic import BaseModel, Field
 from harness.mirage.costs import Cost, TokenTally, cost_of, prices_for
 from harness.mirage.references import is_reference
 from harness.mirage.run import MirageRun, bad_files_reported
-from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
-from harness.mirage.trunk.replay import (
+from harness.mirage.run.replay import (
     OfferedTools,
     PromptCounter,
     TrunkReplay,
     replay_summaries,
 )
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.trunk.summarizers import SummaryPlan, summary_lines
 from runtime.backbones.base import LOCAL_PREFIX, Backbone
 from runtime.messages import Message, ToolSpec, UserMessage

@@ -17,8 +17,8 @@ from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.run.errors import ResumeError
 
 if TYPE_CHECKING:
+    from harness.mirage.run.family import TrunkFamily
     from harness.mirage.run.layout import RunLayout
-    from harness.mirage.trunk.family import TrunkFamily
 
 
 def check_resumable(run: RunLayout, family: TrunkFamily, family_id: str | None) -> None:
@@ -100,7 +100,7 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
 
 
 def _check_trunk_agent(run: RunLayout, before: dict[str, Any], after: dict[str, Any]) -> None:
-    from harness.mirage.strategies.options import NAMED_AGENTS
+    from harness.mirage.config import NAMED_AGENTS
 
     if before.get("agent_kind") not in NAMED_AGENTS and after["agent_kind"] not in NAMED_AGENTS:
         return

@@ -107,7 +107,7 @@ STUDY_FIELDS = (
 def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyFile:
     from harness.kit.agents.factory import agent_spec
     from harness.kit.rundir import pack_digest
-    from harness.mirage.strategies.options import NAMED_AGENTS
+    from harness.mirage.config import NAMED_AGENTS
 
     study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
     study["summarizer"] = config.summarizer

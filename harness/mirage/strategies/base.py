@@ -39,7 +39,7 @@ class Backbones(Protocol):
 
 
 class FamilyStage(Protocol):
-    """What a strategy uses of the run's checkpoint family (``harness.mirage.trunk.family``)."""
+    """What a strategy uses of the run's checkpoint family (``harness.mirage.run.family``)."""
 
     @property
     def directory(self) -> Path: ...
@@ -52,7 +52,7 @@ class FamilyStage(Protocol):
 
 
 class ProbingStage(Protocol):
-    """What a strategy uses of the run's probe loop (``harness.mirage.probing.answerers``)."""
+    """What a strategy uses of the run's probe loop (``harness.mirage.run.probing``)."""
 
     def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int: ...
 

@@ -3,7 +3,7 @@ model) answers through ``BuiltinAgent``, each reference agent (``reference/*``) 
 adapter, every one restored from the trunk family mirage builds or reuses.
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: ``BuiltinAgent`` and the
-reference agents, ``Probing.probe_agent`` (``harness.mirage.probing.answerers``).
+reference agents, ``Probing.probe_agent`` (``harness.mirage.run.probing``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 the memory server's log (``AttributedAgent``), one result folder named by its model (or itself).
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: the kit's adapter factory
-(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.probing.answerers``).
+(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.run.probing``).
 """
 
 from __future__ import annotations

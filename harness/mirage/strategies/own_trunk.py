@@ -2,7 +2,7 @@
 with its trunk model and summarizer, restored per probe.
 
 Above: the ``builtin`` and ``external`` strategies. Below: the run's checkpoint family
-(``harness.mirage.trunk.family``), the run's backbones.
+(``harness.mirage.run.family``), the run's backbones.
 """
 
 from __future__ import annotations

@@ -10,10 +10,9 @@ concern:
   state on its own workspace version;
 - ``checkpoints``: checkpoint folders and families (immutable, content-addressed, read back
   strictly);
-- ``family``: a run's family — built, reused or completed with new branches;
-- ``replay``: the dry run's token-level trunk (no model);
 - ``summarizers``: who writes each format's summary and what its window makes of it.
 
-Above: the run (``harness.mirage.run``), the strategies, OpenClaw's trunk. Below: the pack, the
-runtime's agent loop and compaction, the memory server.
+Above: the run (``harness.mirage.run``: its family of checkpoints, built, reused or completed
+with new branches; the dry run's token-level replay), the strategies, OpenClaw's trunk. Below:
+the pack, the runtime's agent loop and compaction, the memory server.
 """

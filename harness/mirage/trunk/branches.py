@@ -3,7 +3,7 @@ of the trunk's branch point (the paper's appendix A.2), so the shared trunk and 
 built once. Each branch runs on the workspace as the branch point had it (or as it was before the
 trunk's flush, when the branch writes its own flush), never on what another branch wrote.
 
-Above: the run's family (``harness.mirage.trunk.family``). Below: the trunk's runner and agent
+Above: the run's family (``harness.mirage.run.family``). Below: the trunk's runner and agent
 (``harness.mirage.trunk.runner``), its checkpoints, the run's workspace versions
 (``memory_server.workspace.Workspace``).
 """

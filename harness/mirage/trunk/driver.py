@@ -3,7 +3,7 @@ reached (papers/mirage.txt, Algorithm 1, lines 1–2).
 
 Above: the built-in trunk (``harness.mirage.trunk.runner.TrunkRunner``), the trunk replayed through
 OpenClaw's gateway (``harness.mirage.openclaw.trunk.OpenClawTrunk``) and the dry run's
-token-level replay (``harness.mirage.trunk.replay``). Below: ``TrunkSteps`` — how one turn is taken
+token-level replay (``harness.mirage.run.replay``). Below: ``TrunkSteps`` — how one turn is taken
 and one state captured, and the trunk's turn count, EIT and compaction count after its last turn.
 The driver decides nothing else; the steps decide nothing about states.
 

@@ -12,6 +12,7 @@ import yaml
 
 from harness.kit.packfiles import load_model, write_text
 from harness.mirage.packs.build.render import canonical_json
+from harness.mirage.packs.keywords import MIN_MATCHES
 from harness.mirage.packs.pack import Pack, with_keywords
 from harness.mirage.packs.schema import (
     Artifact,
@@ -25,7 +26,6 @@ from harness.mirage.packs.schema import (
     Question,
     QuestionBank,
 )
-from harness.mirage.probing.keywords import MIN_MATCHES
 
 SOURCES = Path(__file__).resolve().parent.parent / "sources"
 FILLER_SOURCE = SOURCES / "filler.yaml"
