@@ -4,7 +4,7 @@ fresh restore, one probe turn, one scored record; one module per concern:
 - ``loop``: the probe plan (state-major) and the concurrent probe loop;
 - ``records``: the probe record (schema 3), built and rescored;
 - ``retrieval_paths``: the four-way retrieval path of a probe and the evidence it was decided on
-  (by the artifacts' content keywords, ``harness.mirage.packs.keywords``);
+  (by the artifacts' content keywords, ``harness.mirage.protocol.keywords``);
 - ``visibility``: where each artifact stands in each state (verbatim, summary, notes, nowhere);
 - ``retry``: ``--retry-errors``' target (the failed probes, swapped in atomically);
 - ``repath``: ``mirage rescore``'s upgrade of older two-way paths from the checkpoints.

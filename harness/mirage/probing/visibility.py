@@ -24,7 +24,6 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.rundir import RunFileError
-from harness.mirage.packs.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.packs.pack import Pack
 from harness.mirage.probing.retrieval_paths import (
     ContextEvidence,
@@ -33,6 +32,7 @@ from harness.mirage.probing.retrieval_paths import (
     context_evidence,
     context_from_messages,
 )
+from harness.mirage.protocol.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.trunk.checkpoints import Checkpoint
 from memory_server.workspace import Workspace
 from runtime.session import Session

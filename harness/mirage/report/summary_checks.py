@@ -27,8 +27,8 @@ from pydantic import BaseModel
 from compaction.config import split_format
 from compaction.references import is_reference_summarizer, reference_spec
 from harness.kit.report.tables import markdown_table
-from harness.mirage.packs.keywords import matched
 from harness.mirage.probing.visibility import ArtifactVisibility, StateVisibility, VisibilityMap
+from harness.mirage.protocol.keywords import matched
 from harness.mirage.report.formats import FormatSummary
 
 REPEAT_SHARE = 0.5
