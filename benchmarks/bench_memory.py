@@ -276,6 +276,199 @@ def writers(size: int, cache_dir: Path, embedder: Embedder, real: bool) -> dict[
     }
 
 
+# -- mixed load: appends beside recalls, real clients against a real server process --------
+
+MIXED_NOTE = "- client {c} note {n}: crate code KX{c}N{n}Q holds {q} parts for warehouse {w}."
+
+
+class _MixedServer:
+    """``mirage memory serve --http`` on a fresh copy of a workspace, as a child process."""
+
+    def __init__(self, source: Path, scratch: Path, threads: int) -> None:
+        import shutil
+        import socket
+
+        self.root = scratch / "ws"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(source, self.root, ignore=shutil.ignore_patterns("calls*.jsonl"))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.log = scratch / "server.log"
+        command = [
+            sys.executable,
+            "-m",
+            "mirage",
+            "memory",
+            "serve",
+            "--workspace",
+            str(self.root),
+            "--http",
+            f"127.0.0.1:{self.port}",
+            "--threads",
+            str(threads),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        with self.log.open("w") as sink:
+            self.process = subprocess.Popen(
+                command, stderr=sink, stdout=subprocess.DEVNULL, env=env
+            )
+
+    def url(self, tag: str) -> str:
+        return f"http://127.0.0.1:{self.port}/t/{tag}/mcp"
+
+    async def ready(self) -> None:
+        import anyio
+        import mcp
+
+        for _ in range(1200):
+            if self.process.poll() is not None:
+                raise RuntimeError(self.log.read_text()[-2000:])
+            try:
+                async with mcp.Client(self.url("warm")) as client:
+                    result = await client.call_tool("artifact_recall", {"query": "warm up"})
+                    if not result.is_error:
+                        return
+            except Exception:  # not listening yet
+                pass
+            await anyio.sleep(0.25)
+        raise RuntimeError("the memory server did not start")
+
+    def memory_kb(self) -> dict[str, int]:
+        """VmRSS (now) and VmHWM (peak) of the server process, in kB."""
+        fields = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(value.split()[0])
+        return fields
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+def _mixed_plan(clients: int, calls: int, append_share: float) -> list[list[str]]:
+    """Per client, the tools it calls in order (deterministic: the same plan every run)."""
+    import random
+
+    rng = random.Random(47)
+    plan: list[list[str]] = [[] for _ in range(clients)]
+    for number in range(calls):
+        tool = "memory_append" if rng.random() < append_share else "artifact_recall"
+        plan[number % clients].append(tool)
+    return plan
+
+
+async def _mixed_client(
+    url: str, number: int, tools: list[str], samples: dict[str, list[float]], errors: list[str]
+) -> None:
+    import mcp
+
+    try:
+        async with mcp.Client(url) as client:
+            for call, tool in enumerate(tools):
+                if tool == "memory_append":
+                    text = MIXED_NOTE.format(c=number, n=call, q=call * 7 % 97, w=call % 13)
+                    arguments: dict[str, Any] = {"text": text}
+                else:
+                    query = f"{ITEMS[call % 8]} orders in {CITIES[(number + call) % 8]} qty {call}"
+                    arguments = {"query": query}
+                started = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                samples[tool].append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    errors.append(f"{tool}: {result.content}")
+    except Exception as exc:  # a benchmark counts failures instead of stopping
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def _tail(samples: list[float]) -> dict[str, float] | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    return {**percentiles(ordered), "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))], 2)}
+
+
+def mixed_load(
+    source: Path, scratch: Path, clients: int, calls: int, append_share: float, threads: int
+) -> dict[str, Any]:
+    """``calls`` calls from ``clients`` concurrent MCP clients (each its own session and tag)
+    against a server process, ``append_share`` of them ``memory_append``; recall latency,
+    server memory, and whether every append reached the call log and the notes."""
+    import anyio
+
+    from memory_server.calllog import read_calls
+
+    server = _MixedServer(source, scratch, threads)
+    samples: dict[str, list[float]] = {"artifact_recall": [], "memory_append": []}
+    errors: list[str] = []
+    plan = _mixed_plan(clients, calls, append_share)
+    load_before = os.getloadavg()
+
+    async def run_all() -> float:
+        await server.ready()
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for number, tools in enumerate(plan):
+                group.start_soon(
+                    _mixed_client, server.url(f"c{number}"), number, tools, samples, errors
+                )
+        return time.perf_counter() - started
+
+    try:
+        wall = anyio.run(run_all)
+        memory = server.memory_kb()
+    finally:
+        server.stop()
+    logged = [
+        r
+        for r in read_calls(server.root / ".mirage" / "calls.jsonl")
+        if r.tool == "memory_append" and r.error is None
+    ]
+    notes = "".join(p.read_text() for p in (server.root / "memory").glob("*.md"))
+    return {
+        "clients": clients,
+        "calls": calls,
+        "append_share": append_share,
+        "wall_seconds": round(wall, 1),
+        "calls_per_second": round(calls / wall, 1),
+        "recall": _tail(samples["artifact_recall"]),
+        "append": _tail(samples["memory_append"]),
+        "errors": len(errors),
+        "error_samples": errors[:3],
+        "server_rss_mb": round(memory.get("VmRSS", 0) / 1024),
+        "server_peak_rss_mb": round(memory.get("VmHWM", 0) / 1024),
+        "appends_logged": len(logged),
+        "appends_in_notes": notes.count("crate code KX"),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def mixed(args: argparse.Namespace, embedder: Embedder) -> dict[str, Any]:
+    """Recall p50/p99 with 0 % and ``--append-share`` appends at each ``--mixed-clients``."""
+    size = min(int(s) for s in args.sizes.split(","))
+    source = args.cache_dir / f"ws_{size}"
+    if not source.exists():
+        synthetic_workspace(source, size)
+    cache_path = args.cache_dir / "embeddings.sqlite"
+    index = HybridIndex(
+        Workspace.open(source), IndexConfig(embedding_cache=cache_path), embedder=embedder
+    )
+    index.sync()
+    index.close()
+    runs = []
+    for clients in (int(n) for n in args.mixed_clients.split(",")):
+        for share in (0.0, args.append_share):
+            measured = mixed_load(
+                source, args.cache_dir / "mixed", clients, args.mixed_calls, share, args.threads
+            )
+            print("mixed", measured, flush=True)
+            runs.append(measured)
+    return {"chunks": size, "runs": runs}
+
+
 # -- quality ---------------------------------------------------------------------------------
 
 QUALITY_FILES: dict[str, str] = {
@@ -530,6 +723,13 @@ def pack_quality(name: str, cache_dir: Path, embedder: Embedder) -> dict[str, An
     return quality_on(root, questions, cache_dir, embedder)
 
 
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 # -- main ------------------------------------------------------------------------------------
 
 
@@ -550,6 +750,15 @@ def main() -> None:
         action="store_true",
         help="only recall while other processes write the workspace (--sizes)",
     )
+    parser.add_argument(
+        "--mixed-only",
+        action="store_true",
+        help="only recall beside memory_append from concurrent HTTP clients (memory_mixed.json)",
+    )
+    parser.add_argument("--mixed-clients", default="16,32")
+    parser.add_argument("--mixed-calls", type=int, default=2000)
+    parser.add_argument("--append-share", type=float, default=0.4)
+    parser.add_argument("--label", default="", help="suffix of the result file name")
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     set_torch_threads(args.threads)
@@ -563,6 +772,12 @@ def main() -> None:
     }
 
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.mixed_only:
+        results["cpu"] = _cpu_model()
+        results["mixed"] = mixed(args, embedder)
+        results["load_average_at_end"] = list(os.getloadavg())
+        print("wrote", write_results(f"memory_mixed{args.label}", results))
+        return
     if args.writers_only:
         results["writers"] = {
             str(size): writers(size, args.cache_dir, embedder, real=size <= args.real_max)
