@@ -71,13 +71,13 @@ def synthetic_workspace(root: Path, chunks: int, rows_per_file: int = 1000) -> P
 def seed_random_vectors(root: Path, cache_path: Path, embedder: Embedder) -> int:
     """Write deterministic random unit vectors for every chunk text of ``root`` into the cache,
     keyed exactly as the index keys them, so indexing never calls the model."""
-    from memory_server.units import chunk_unit, units_for
+    from memory_server.units import UnitCatalog, chunk_unit
 
     workspace = Workspace.open(root)
     cache = EmbeddingCache(cache_path)
     dimension = embedder.dimension
     seeded = 0
-    for unit in units_for(workspace.manifest).values():
+    for unit in UnitCatalog(workspace).of(workspace.manifest).values():
         texts = [f"{c.header}\n{c.text}" for c in chunk_unit(workspace, unit, None)]
         vectors = {}
         for text in texts:

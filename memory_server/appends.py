@@ -108,8 +108,11 @@ class NoteWriter:
         self._journal = workspace.state_dir / JOURNAL_NAME
         self._keys = _KeyIndex(call_log)
 
-    def append(self, text: str, key: str | None, call: CallDraft) -> Landed:
-        """Append ``text`` (or find it landed under ``key``); logs ``call`` durably first."""
+    def append(
+        self, text: str, key: str | None, call: CallDraft, date: str | None = None
+    ) -> Landed:
+        """Append ``text`` to the note of ``date`` (None: today), or find it landed under
+        ``key``; logs ``call`` durably first."""
         body = validated_note(text)
         digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
         with self._workspace.notes_lock():
@@ -117,7 +120,7 @@ class NoteWriter:
             earlier = self._keys.find(key, digest, self._workspace) if key else None
             if earlier is not None:
                 return earlier
-            plan = self._workspace.plan_note(body)
+            plan = self._workspace.plan_note(body, date)
             landed = Landed(landing=plan.landing, text_sha256=digest)
             record = call.record(result=landed.result())
             log_offset = call.call_log.size() if call.call_log is not None else 0

@@ -23,7 +23,9 @@ context) without embedding anything twice (the embedding cache outlives the stor
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import structlog
@@ -93,11 +95,11 @@ class HybridIndex:
             chroma_url=self.config.chroma_url,
             lock_timeout_s=self.config.lock_timeout_s,
         )
-        self._units = UnitCatalog()
+        self._units = UnitCatalog(workspace)
         self._ingester = Ingester(workspace, self.embedder, self.cache, self._generations)
         self._searcher = Searcher(self.embedder, self._generations)
         self._rounds: SyncRounds[SyncReport] = SyncRounds()
-        self._served: tuple[BuiltManifest, dict[str, IndexUnit]] | None = None
+        self._readers = _Readers()
 
     @property
     def generation(self) -> str:
@@ -146,15 +148,18 @@ class HybridIndex:
     def _sync(
         self, version: str | None, timeout: float, progress: IndexProgress | None
     ) -> SyncReport:
-        manifest = self._manifest(version)
-        units = self._units.of(manifest)
+        if version is None:
+            manifest = self.workspace.refresh()
+            units = self._units.of(manifest)
+        else:
+            units = self._units.of_version(version)
         report = SyncReport()
         with self._generations.using() as view:
             known = view.keyword.unit_keys()
         pending = [units[key] for key in sorted(units) if key not in known]
         self._ingester.add(pending, version, report, timeout, progress=progress)
         if version is None:
-            self._served = (manifest, units)
+            self._readers.serve(manifest, units)
             if not known <= units.keys():
                 self._drop_stale(set(units), report, timeout)
         if report.units_added or report.units_removed:
@@ -179,7 +184,7 @@ class HybridIndex:
                 changed = [unit for key, unit in latest.items() if key not in units]
                 self._ingester.add(changed, None, report, timeout, private=view)
                 self._generations.publish(view)
-                self._served = (manifest, latest)
+                self._readers.serve(manifest, latest)
         except BaseException:
             self._generations.discard(view)
             raise
@@ -192,14 +197,12 @@ class HybridIndex:
         )
         return report
 
-    def _manifest(self, version: str | None) -> BuiltManifest:
-        return self.workspace.refresh() if version is None else self.workspace.version(version)
-
     def _drop_stale(self, live: set[str], report: SyncReport, timeout: float) -> None:
-        """Remove units that neither the working tree nor any snapshot has."""
-        snapshots = self._units.snapshot_keys(self.workspace)
+        """Remove units that neither the working tree, nor any snapshot, nor a search still
+        ranking within an earlier state of the tree has."""
+        snapshots = self._units.snapshot_keys()
         if snapshots is not None:
-            self._ingester.drop(live | snapshots, report, timeout)
+            self._ingester.drop(live | snapshots | self._readers.in_use(), report, timeout)
 
     def search(
         self,
@@ -216,11 +219,15 @@ class HybridIndex:
         the index, the search serves what is indexed already."""
         if version is not None:
             self._sync_for_search(version)
-            units = self._units.of(self.workspace.version(version))
-        else:
-            if refresh and not self._rounds.writes_in_flight():
-                self._catch_up()
-            units = self._served_units()
+            return self._search_within(self._units.of_version(version), query, k, artifact_id)
+        if refresh and not self._rounds.writes_in_flight():
+            self._catch_up()
+        with self._readers.reading(lambda: self._units.of(self.workspace.manifest)) as units:
+            return self._search_within(units, query, k, artifact_id)
+
+    def _search_within(
+        self, units: dict[str, IndexUnit], query: str, k: int, artifact_id: str | None
+    ) -> list[Hit]:
         if artifact_id is not None:
             units = {key: unit for key, unit in units.items() if unit.artifact_id == artifact_id}
             if not units:
@@ -229,8 +236,7 @@ class HybridIndex:
 
     def _catch_up(self) -> None:
         """Sync the working tree when it changed since the manifest searches are served from."""
-        served = self._served
-        if served is not None and served[0] is self.workspace.refresh():
+        if self._readers.manifest() is self.workspace.refresh():
             return
         self._sync_for_search(None)
 
@@ -240,12 +246,61 @@ class HybridIndex:
         except WriterBusyError as exc:
             log.info("index.sync_deferred", reason=str(exc))
 
-    def _served_units(self) -> dict[str, IndexUnit]:
-        """The units searches of the working tree rank within: those of the manifest the last
-        sync reached (before any, the workspace's current manifest)."""
-        served = self._served
-        return served[1] if served is not None else self._units.of(self.workspace.manifest)
-
     def close(self) -> None:
         self._generations.close()
         self.cache.close()
+
+
+class _Readers:
+    """The units searches of the working tree rank within: those of the manifest the last
+    completed sync reached (``serve``), and which such unit sets searches are still using, so a
+    sync does not drop the units a search in progress ranks within."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._served: tuple[BuiltManifest, dict[str, IndexUnit]] | None = None
+        self._using: dict[int, tuple[dict[str, IndexUnit], int]] = {}
+
+    def serve(self, manifest: BuiltManifest, units: dict[str, IndexUnit]) -> None:
+        with self._guard:
+            self._served = (manifest, units)
+
+    def manifest(self) -> BuiltManifest | None:
+        with self._guard:
+            return self._served[0] if self._served is not None else None
+
+    @contextmanager
+    def reading(
+        self, before_any: Callable[[], dict[str, IndexUnit]]
+    ) -> Iterator[dict[str, IndexUnit]]:
+        """The units to search (``before_any()`` until a sync completed), held until the
+        search is done. Picking a set and holding it is one step, so a sync that serves a newer
+        set meanwhile sees this one in use."""
+        with self._guard:
+            units = self._served[1] if self._served is not None else None
+            if units is not None:
+                self._hold(units)
+        if units is None:
+            units = before_any()  # nothing served, so nothing dropped yet either
+            with self._guard:
+                self._hold(units)
+        try:
+            yield units
+        finally:
+            with self._guard:
+                marker = id(units)
+                _, count = self._using[marker]
+                if count == 1:
+                    del self._using[marker]
+                else:
+                    self._using[marker] = (units, count - 1)
+
+    def _hold(self, units: dict[str, IndexUnit]) -> None:
+        held = self._using.get(id(units))
+        self._using[id(units)] = (units, 1 if held is None else held[1] + 1)
+
+    def in_use(self) -> set[str]:
+        """Keys of every unit set a search is ranking within now."""
+        with self._guard:
+            held = [units for units, _ in self._using.values()]
+        return set().union(*held) if held else set()

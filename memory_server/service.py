@@ -32,7 +32,7 @@ from memory_server.index import HybridIndex, IndexConfig
 from memory_server.lines import split_lines
 from memory_server.manifest import FileEntry
 from memory_server.search import Hit, citation_for
-from memory_server.workspace import Workspace
+from memory_server.workspace import Workspace, validated_date
 
 log = structlog.get_logger(__name__)
 
@@ -93,8 +93,12 @@ class MemoryService:
         call_log: Path | None = None,
         version: str | None = None,
         log_calls: bool = True,
+        note_date: str | None = None,
     ) -> None:
+        """``note_date`` (ISO ``YYYY-MM-DD``) fixes the dated note ``memory_append`` writes to,
+        so notes do not depend on the day the service runs; None: today's note."""
         self.workspace = workspace
+        self.note_date = None if note_date is None else validated_date(note_date)
         self._index = index
         self._index_config = index_config
         self._index_lock = threading.Lock()
@@ -188,10 +192,10 @@ class MemoryService:
             key = validated_key(idempotency_key)
             index = self._index  # an index nobody opened yet syncs on its first search
             if index is None:
-                landed = self._notes.append(text, key, call)
+                landed = self._notes.append(text, key, call, self.note_date)
             else:
                 with index.writing_notes():
-                    landed = self._notes.append(text, key, call)
+                    landed = self._notes.append(text, key, call, self.note_date)
                     _index_note(index)
             if landed.replay_of is not None:
                 call.result = landed.result()
@@ -213,9 +217,7 @@ class MemoryService:
             return result
 
     @contextmanager
-    def _record(
-        self, tool: str, arguments: dict[str, Any], caller: CallerInfo
-    ) -> Iterator[_Call]:
+    def _record(self, tool: str, arguments: dict[str, Any], caller: CallerInfo) -> Iterator[_Call]:
         """The call in progress; its record is logged when it ends, unless a write logged it
         already (``appends``)."""
         call = _Call(

@@ -67,6 +67,12 @@ def atomic_write_bytes(
             os.close(directory)
 
 
+def write_cache_bytes(target: Path, data: bytes) -> None:
+    """``atomic_write_bytes`` without the fsync, for files that are rebuilt when lost (hash
+    cache, built manifest): readers still never see a partial file."""
+    atomic_write_bytes(target, data, durable=False)
+
+
 class HashCache:
     """path -> (size, mtime_ns, sha256), persisted as JSON, so unchanged files are not re-read."""
 
@@ -113,7 +119,7 @@ class HashCache:
             del self._entries[key]
         if self._dirty or stale:
             payload = json.dumps(self._entries).encode("utf-8")
-            atomic_write_bytes(self._path, payload, durable=False)  # a cache: rebuilt if lost
+            write_cache_bytes(self._path, payload)
             self._dirty = False
 
 

@@ -37,7 +37,7 @@ from memory_server.manifest import (
 )
 from memory_server.paths import STATE_DIR_NAME, confine, is_servable
 from memory_server.resolve import Resolver
-from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes
+from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes, write_cache_bytes
 
 log = structlog.get_logger(__name__)
 
@@ -136,7 +136,7 @@ class Workspace:
         target = self.state_dir / BUILT_MANIFEST_NAME
         payload = manifest.canonical_json().encode("utf-8")
         if not target.is_file() or target.read_bytes() != payload:
-            atomic_write_bytes(target, payload, durable=False)  # a cache of the files
+            write_cache_bytes(target, payload)
         self._manifest = manifest
         self._resolver = Resolver(manifest, self.root, self._read_note_text)
         return manifest
@@ -318,7 +318,7 @@ class Workspace:
         """Where ``text`` would land in ``memory/<date>.md`` and the bytes it adds (the caller
         holds ``notes_lock`` until it has written them with ``write_note``)."""
         body = validated_note(text)
-        day = _validated_date(date)
+        day = validated_date(date)
         relative = f"memory/{day}.md"
         target = confine(self.root, relative)
         confine(self.root, "memory").mkdir(exist_ok=True)
@@ -388,7 +388,8 @@ def validated_note(text: str) -> str:
     return body
 
 
-def _validated_date(date: str | None) -> str:
+def validated_date(date: str | None) -> str:
+    """``date`` as ISO ``YYYY-MM-DD`` (None: today), or ``InvalidInputError``."""
     if date is None:
         return dt.date.today().isoformat()
     try:
