@@ -154,6 +154,8 @@ class NoteWriter:
         pending = self._read_journal()
         if pending is None:
             return
+        if pending.call_log is not None:
+            CallLog(Path(pending.call_log)).seal()
         if self._workspace.note_holds(pending.plan):
             outcome = "written"
         elif not _was_logged(pending):

@@ -69,6 +69,22 @@ class CallLog:
         finally:
             os.close(fd)
 
+    def seal(self) -> None:
+        """End a torn last line (a writer killed mid-line), so the next record starts a line
+        of its own instead of being glued to the torn one."""
+        with self._lock:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+            except FileNotFoundError:
+                return
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    os.write(fd, b"\n")
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+
     def size(self) -> int:
         try:
             return os.stat(self.path).st_size
@@ -153,11 +169,14 @@ def now_iso() -> str:
 
 def read_calls(path: str | os.PathLike[str], tag: str | None = None) -> list[CallRecord]:
     """The calls in a call log, oldest first; only those with ``tag`` when given. A missing log
-    means no calls. A torn last line (a server killed mid-write) is skipped."""
+    means no calls. A torn last line (a server killed mid-write) is skipped. A call logged
+    twice (an append logged before it was written, whose write then failed) is listed once, in
+    its first place, as its last record says."""
     log_path = Path(path)
     if not log_path.is_file():
         return []
-    records = []
+    records: list[CallRecord] = []
+    places: dict[str, int] = {}
     for line in split_lines(log_path.read_text(encoding="utf-8")):
         if not line.strip():
             continue
@@ -165,6 +184,12 @@ def read_calls(path: str | os.PathLike[str], tag: str | None = None) -> list[Cal
             record = CallRecord.model_validate_json(line)
         except ValueError:
             continue
-        if tag is None or record.tag == tag:
-            records.append(record)
+        if tag is not None and record.tag != tag:
+            continue
+        if record.call_id is not None and record.call_id in places:
+            records[places[record.call_id]] = record
+            continue
+        if record.call_id is not None:
+            places[record.call_id] = len(records)
+        records.append(record)
     return records

@@ -105,6 +105,30 @@ def test_a_retry_with_the_same_key_lands_once_also_after_a_restart(workspace_dir
     assert anew.start_line == first.start_line and _note(workspace_dir).count("garage code") == 1
 
 
+def test_a_logged_append_whose_write_fails_is_logged_as_not_written(
+    workspace_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = MemoryService(Workspace.open(workspace_dir), note_date=NOTE_DAY)
+    text = "- The boiler was serviced in May."
+
+    def full_disk(self: Workspace, plan: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Workspace, "write_note", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            service.append(text, idempotency_key="boiler")
+    assert "boiler" not in _note(workspace_dir)
+    (call,) = _appends(workspace_dir)  # logged twice, read as one call: its last record
+    assert call.error is not None and call.error.startswith("not written: OSError")
+    retried = service.append(text, idempotency_key="boiler")  # the key did not land: it writes
+    assert _note(workspace_dir).count("boiler") == 1
+    last = _appends(workspace_dir)[-1]
+    assert last.error is None and last.result is not None
+    assert last.result["citation"] == retried.citation
+    assert "replay_of" not in last.result
+
+
 async def test_memory_append_takes_an_idempotency_key_over_mcp(workspace_dir: Path) -> None:
     server = build_server(workspace_dir, tag="probe-1")
     arguments = {"text": "- Dana owns Project Falcon.", "idempotency_key": "a1b2-c3"}
@@ -143,6 +167,13 @@ KILLED_APPEND = textwrap.dedent(
                 die()
             original_log(self, record, durable=durable)
         calllog.CallLog.append = log_then_die
+    elif step == "torn-log":  # half the log record written (as a power loss can leave it)
+        def tear_then_die(self, record, *, durable=False):
+            line = record.model_dump_json().encode()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, line[: len(line) // 2])
+            die()
+        calllog.CallLog.append = tear_then_die
     elif step == "before-write":  # logged, note not yet written
         def die_instead(self, plan):
             die()
@@ -162,7 +193,12 @@ KILLED_APPEND = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("step", "after_restart"),
-    [("before-log", "absent"), ("before-write", "written"), ("before-ack", "written")],
+    [
+        ("before-log", "absent"),
+        ("torn-log", "absent"),
+        ("before-write", "written"),
+        ("before-ack", "written"),
+    ],
 )
 def test_an_append_killed_at_any_step_is_logged_or_absent(
     workspace_dir: Path, step: str, after_restart: str
@@ -193,6 +229,8 @@ def test_an_append_killed_at_any_step_is_logged_or_absent(
     # The client never got an answer and retries with its key: the text lands exactly once.
     retried = restarted.append(text, idempotency_key="kill-key")
     assert _note(workspace_dir).count(text) == 1
+    last = _appends(workspace_dir)[-1]  # readable: not glued to a torn line
+    assert last.arguments["idempotency_key"] == "kill-key" and last.error is None
     if logged:
         assert logged[0].result is not None
         assert retried.start_line == logged[0].result["start_line"]
