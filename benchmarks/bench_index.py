@@ -39,7 +39,7 @@ from bench_memory import CITIES, ITEMS, seed_random_vectors, synthetic_workspace
 
 from memory_server.embedding import Embedder, EmbeddingCache, load_model, set_torch_threads
 from memory_server.index import HybridIndex, IndexConfig
-from memory_server.units import chunk_unit, units_for
+from memory_server.units import UnitCatalog, chunk_unit
 from memory_server.workspace import Workspace
 
 SCRATCH = Path(__file__).parent / ".scratch"
@@ -49,7 +49,7 @@ RECALL_TARGET = 1.5
 
 def chunk_texts(index: HybridIndex) -> list[str]:
     workspace = index.workspace
-    units = units_for(workspace.manifest).values()
+    units = UnitCatalog(workspace).of(workspace.manifest).values()
     return [f"{c.header}\n{c.text}" for unit in units for c in chunk_unit(workspace, unit, None)]
 
 

@@ -5,6 +5,19 @@ Run: ``python benchmarks/bench_memory.py [--sizes 1000,10000,100000] [--real-max
 Writes ``benchmarks/results/memory.json``. ``--writers-only`` measures recall while other
 processes write the same workspace (``benchmarks/results/memory_writers.json``).
 
+``--mixed-only`` measures recall beside note appends (issue 47): ``--mixed-calls`` calls from
+16 and 32 concurrent MCP clients (``--mixed-clients``; each its own session and ``/t/<tag>/mcp``
+URL) against a real ``mirage memory serve --http`` process on a fresh copy of the smallest
+workspace, once with 0 % and once with ``--append-share`` (40 %) ``memory_append`` calls
+(``--rounds`` times, alternating, so machine load drifts over both alike). Recall p50/p99,
+append p50/p99, server RSS, and whether every append reached both the call log and the notes,
+with ``lscpu``'s model name and ``uptime`` before and after each run
+(``benchmarks/results/memory_mixed<label>.json``). ``--server-pythonpath DIR`` (repeatable)
+runs the server from those checkouts instead, each in turn within every round (e.g. main and
+this branch, for before and after under the same load). The server's CPU seconds for the calls
+(its process's user + system time after it answered its first call) do not depend on the
+machine's load as latencies do.
+
 Latency: a synthetic workspace of CSV files (one chunk per row) is indexed through the real
 code path (chunking, FTS5, chroma). Sizes up to ``--real-max`` are embedded with MiniLM (once:
 the embedding cache in ``--cache-dir`` survives runs); larger sizes get deterministic random
@@ -71,13 +84,13 @@ def synthetic_workspace(root: Path, chunks: int, rows_per_file: int = 1000) -> P
 def seed_random_vectors(root: Path, cache_path: Path, embedder: Embedder) -> int:
     """Write deterministic random unit vectors for every chunk text of ``root`` into the cache,
     keyed exactly as the index keys them, so indexing never calls the model."""
-    from memory_server.units import chunk_unit, units_for
+    from memory_server.units import UnitCatalog, chunk_unit
 
     workspace = Workspace.open(root)
     cache = EmbeddingCache(cache_path)
     dimension = embedder.dimension
     seeded = 0
-    for unit in units_for(workspace.manifest).values():
+    for unit in UnitCatalog(workspace).of(workspace.manifest).values():
         texts = [f"{c.header}\n{c.text}" for c in chunk_unit(workspace, unit, None)]
         vectors = {}
         for text in texts:
@@ -254,7 +267,8 @@ def writers(size: int, cache_dir: Path, embedder: Embedder, real: bool) -> dict[
         after_foreign_write.append(timed(100 + n))
     rebuild = foreign(root, cache_path, "rebuild")
     started = time.perf_counter()
-    during, errors = [], 0
+    during: list[float] = []
+    errors = 0
     while rebuild.poll() is None:
         try:
             during.append(timed(200 + len(during)))
@@ -274,6 +288,262 @@ def writers(size: int, cache_dir: Path, embedder: Embedder, real: bool) -> dict[
         "rebuild_seconds": round(rebuild_seconds, 1),
         "after_rebuild": percentiles(after_rebuild),
     }
+
+
+# -- mixed load: appends beside recalls, real clients against a real server process --------
+
+MIXED_NOTE = "- client {c} note {n}: crate code KX{c}N{n}Q holds {q} parts for warehouse {w}."
+
+
+class _MixedServer:
+    """``mirage memory serve --http`` on a fresh copy of a workspace, as a child process."""
+
+    def __init__(
+        self, source: Path, scratch: Path, threads: int, pythonpath: Path | None = None
+    ) -> None:
+        import shutil
+        import socket
+
+        self.root = scratch / "ws"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(source, self.root, ignore=shutil.ignore_patterns("calls*.jsonl"))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.log = scratch / "server.log"
+        command = [
+            sys.executable,
+            "-m",
+            "mirage",
+            "memory",
+            "serve",
+            "--workspace",
+            str(self.root),
+            "--http",
+            f"127.0.0.1:{self.port}",
+            "--threads",
+            str(threads),
+        ]
+        self.checkout = pythonpath or Path(__file__).resolve().parent.parent
+        env = {**os.environ, "PYTHONPATH": str(self.checkout)}
+        with self.log.open("w") as sink:
+            self.process = subprocess.Popen(
+                command, stderr=sink, stdout=subprocess.DEVNULL, env=env
+            )
+
+    def url(self, tag: str) -> str:
+        return f"http://127.0.0.1:{self.port}/t/{tag}/mcp"
+
+    async def ready(self) -> None:
+        import anyio
+        import mcp
+
+        for _ in range(1200):
+            if self.process.poll() is not None:
+                raise RuntimeError(self.log.read_text()[-2000:])
+            try:
+                async with mcp.Client(self.url("warm")) as client:
+                    result = await client.call_tool("artifact_recall", {"query": "warm up"})
+                    if not result.is_error:
+                        return
+            except Exception:  # not listening yet
+                pass
+            await anyio.sleep(0.25)
+        raise RuntimeError("the memory server did not start")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_kb(self) -> dict[str, int]:
+        """VmRSS (now) and VmHWM (peak) of the server process, in kB."""
+        fields = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(value.split()[0])
+        return fields
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+def _mixed_plan(clients: int, calls: int, append_share: float) -> list[list[str]]:
+    """Per client, the tools it calls in order (deterministic: the same plan every run)."""
+    import random
+
+    rng = random.Random(47)
+    plan: list[list[str]] = [[] for _ in range(clients)]
+    for number in range(calls):
+        tool = "memory_append" if rng.random() < append_share else "artifact_recall"
+        plan[number % clients].append(tool)
+    return plan
+
+
+async def _mixed_client(
+    url: str, number: int, tools: list[str], samples: dict[str, list[float]], errors: list[str]
+) -> None:
+    import mcp
+
+    try:
+        async with mcp.Client(url) as client:
+            for call, tool in enumerate(tools):
+                if tool == "memory_append":
+                    text = MIXED_NOTE.format(c=number, n=call, q=call * 7 % 97, w=call % 13)
+                    arguments: dict[str, Any] = {"text": text}
+                else:
+                    query = f"{ITEMS[call % 8]} orders in {CITIES[(number + call) % 8]} qty {call}"
+                    arguments = {"query": query}
+                started = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                samples[tool].append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    errors.append(f"{tool}: {result.content}")
+    except Exception as exc:  # a benchmark counts failures instead of stopping
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def _tail(samples: list[float]) -> dict[str, float] | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    return {**percentiles(ordered), "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))], 2)}
+
+
+def mixed_load(
+    source: Path,
+    scratch: Path,
+    clients: int,
+    calls: int,
+    append_share: float,
+    threads: int,
+    pythonpath: Path | None = None,
+) -> dict[str, Any]:
+    """``calls`` calls from ``clients`` concurrent MCP clients (each its own session and tag)
+    against a server process, ``append_share`` of them ``memory_append``; recall latency,
+    server memory, and whether every append reached the call log and the notes."""
+    import anyio
+
+    from memory_server.calllog import read_calls
+
+    server = _MixedServer(source, scratch, threads, pythonpath)
+    samples: dict[str, list[float]] = {"artifact_recall": [], "memory_append": []}
+    errors: list[str] = []
+    plan = _mixed_plan(clients, calls, append_share)
+    uptime_before = _uptime()
+    cpu_at_start: list[float] = []
+
+    async def run_all() -> float:
+        await server.ready()
+        cpu_at_start.append(server.cpu_seconds())
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for number, tools in enumerate(plan):
+                group.start_soon(
+                    _mixed_client, server.url(f"c{number}"), number, tools, samples, errors
+                )
+        return time.perf_counter() - started
+
+    try:
+        wall = anyio.run(run_all)
+        memory = server.memory_kb()
+        cpu = server.cpu_seconds() - cpu_at_start[0]
+    finally:
+        server.stop()
+    logged = [
+        r
+        for r in read_calls(server.root / ".mirage" / "calls.jsonl")
+        if r.tool == "memory_append" and r.error is None
+    ]
+    notes = "".join(p.read_text() for p in (server.root / "memory").glob("*.md"))
+    return {
+        "server_checkout": str(server.checkout),
+        "clients": clients,
+        "calls": calls,
+        "append_share": append_share,
+        "server_cpu_seconds": round(cpu, 1),
+        "server_cpu_ms_per_call": round(cpu * 1000 / calls, 1),
+        "wall_seconds": round(wall, 1),
+        "calls_per_second": round(calls / wall, 1),
+        "recall": _tail(samples["artifact_recall"]),
+        "append": _tail(samples["memory_append"]),
+        "errors": len(errors),
+        "error_samples": errors[:3],
+        "server_rss_mb": round(memory.get("VmRSS", 0) / 1024),
+        "server_peak_rss_mb": round(memory.get("VmHWM", 0) / 1024),
+        "appends_logged": len(logged),
+        "appends_in_notes": notes.count("crate code KX"),
+        "uptime_before": uptime_before,
+        "uptime_after": _uptime(),
+    }
+
+
+def mixed(args: argparse.Namespace, embedder: Embedder) -> dict[str, Any]:
+    """Recall p50/p99 with 0 % and ``--append-share`` appends at each ``--mixed-clients``, and
+    the ratio of the recall p50s (the target: at most 2 at 16 clients)."""
+    size = min(int(s) for s in args.sizes.split(","))
+    source = args.cache_dir / f"ws_{size}"
+    if not source.exists():
+        synthetic_workspace(source, size)
+    cache_path = args.cache_dir / "embeddings.sqlite"
+    index = HybridIndex(
+        Workspace.open(source), IndexConfig(embedding_cache=cache_path), embedder=embedder
+    )
+    index.sync()
+    index.close()
+    checkouts = args.server_pythonpath or [Path(__file__).resolve().parent.parent]
+    runs = []
+    for round_number in range(args.rounds):
+        for clients in (int(n) for n in args.mixed_clients.split(",")):
+            for share in (0.0, args.append_share):
+                for checkout in checkouts:
+                    measured = mixed_load(
+                        source,
+                        args.cache_dir / "mixed",
+                        clients,
+                        args.mixed_calls,
+                        share,
+                        args.threads,
+                        checkout,
+                    )
+                    measured["round"] = round_number
+                    print("mixed", measured, flush=True)
+                    runs.append(measured)
+    summary = []
+    for checkout in checkouts:
+        for clients in (int(n) for n in args.mixed_clients.split(",")):
+            for round_number in range(args.rounds):
+                pair = {
+                    run["append_share"]: run
+                    for run in runs
+                    if run["clients"] == clients
+                    and run["round"] == round_number
+                    and run["server_checkout"] == str(checkout)
+                }
+                without, beside = pair[0.0], pair[args.append_share]
+                summary.append(
+                    {
+                        "server_checkout": str(checkout),
+                        "clients": clients,
+                        "round": round_number,
+                        "recall_p50_ms_without_appends": without["recall"]["p50_ms"],
+                        "recall_p50_ms_with_appends": beside["recall"]["p50_ms"],
+                        "recall_p99_ms_without_appends": without["recall"]["p99_ms"],
+                        "recall_p99_ms_with_appends": beside["recall"]["p99_ms"],
+                        "p50_ratio": round(
+                            beside["recall"]["p50_ms"] / without["recall"]["p50_ms"], 2
+                        ),
+                        "append_p50_ms": beside["append"]["p50_ms"],
+                        "server_cpu_ms_per_call_without_appends": without["server_cpu_ms_per_call"],
+                        "server_cpu_ms_per_call_with_appends": beside["server_cpu_ms_per_call"],
+                        "server_rss_mb_with_appends": beside["server_rss_mb"],
+                    }
+                )
+    for row in summary:
+        print("summary", row, flush=True)
+    return {"chunks": size, "runs": runs, "summary": summary}
 
 
 # -- quality ---------------------------------------------------------------------------------
@@ -530,6 +800,26 @@ def pack_quality(name: str, cache_dir: Path, embedder: Embedder) -> dict[str, An
     return quality_on(root, questions, cache_dir, embedder)
 
 
+def _cpu_model() -> str:
+    """``lscpu``'s model name (``/proc/cpuinfo`` when lscpu is missing)."""
+    try:
+        listing = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        listing = Path("/proc/cpuinfo").read_text()
+    for line in listing.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "model name":
+            return value.strip()
+    return "unknown"
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"load average: {os.getloadavg()}"
+
+
 # -- main ------------------------------------------------------------------------------------
 
 
@@ -550,6 +840,23 @@ def main() -> None:
         action="store_true",
         help="only recall while other processes write the workspace (--sizes)",
     )
+    parser.add_argument(
+        "--mixed-only",
+        action="store_true",
+        help="only recall beside memory_append from concurrent HTTP clients (memory_mixed.json)",
+    )
+    parser.add_argument("--mixed-clients", default="16,32")
+    parser.add_argument("--mixed-calls", type=int, default=2000)
+    parser.add_argument("--append-share", type=float, default=0.4)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the mixed runs")
+    parser.add_argument(
+        "--server-pythonpath",
+        type=Path,
+        action="append",
+        default=None,
+        help="run the mixed benchmark's server from this checkout (repeatable; default: this one)",
+    )
+    parser.add_argument("--label", default="", help="suffix of the result file name")
     args = parser.parse_args()
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     set_torch_threads(args.threads)
@@ -563,6 +870,16 @@ def main() -> None:
     }
 
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.mixed_only:
+        results["cpu"] = _cpu_model()
+        results["cores"] = os.cpu_count()
+        checkouts = args.server_pythonpath or [Path(__file__).resolve().parent.parent]
+        results["server_checkouts"] = [str(path) for path in checkouts]
+        results["uptime_at_start"] = _uptime()
+        results["mixed"] = mixed(args, embedder)
+        results["uptime_at_end"] = _uptime()
+        print("wrote", write_results(f"memory_mixed{args.label}", results))
+        return
     if args.writers_only:
         results["writers"] = {
             str(size): writers(size, args.cache_dir, embedder, real=size <= args.real_max)

@@ -8,6 +8,7 @@ keyword transaction per slice of at most ``_CHUNKS_PER_WRITE`` chunks.
 
 Embedding runs outside any lock; a writer thread stores each batch while the next one embeds,
 so the model never waits for the stores, and a write holds the writer lock for one slice only.
+A handful of units (a sync after a note append) is embedded and stored in the calling thread.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from memory_server.workspace import Workspace
 log = structlog.get_logger(__name__)
 
 _UNITS_PER_BATCH = 256
+_INLINE_UNITS = 8
 _CHUNKS_PER_WRITE = 2000
 _CHROMA_BATCH = 1000
 IndexProgress = Callable[[int, int], None]
@@ -87,6 +89,13 @@ class Ingester:
             return  # a search's sync of an index that is up to date
         if progress is not None:
             progress(done, total)
+        if total <= _INLINE_UNITS:  # a few changed files (a note): no store thread to start
+            for consumed, chunked in self._chunked_batches(pending, version, report):
+                self._store_slices(self._embedded(chunked, report), report, timeout, private)
+                done += consumed
+                if progress is not None:
+                    progress(done, total)
+            return
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-store") as writer:
             storing: tuple[Future[None], int] | None = None
             for consumed, chunked in self._chunked_batches(pending, version, report):

@@ -106,6 +106,12 @@ LineArg = Annotated[
 TextArg = Annotated[
     str, Field(description="The note to append (markdown, at most 20,000 characters).")
 ]
+KeyArg = Annotated[
+    str | None,
+    Field(
+        description="Optional. Send the same key when retrying the same note: it is written once."
+    ),
+]
 
 
 class _Bindings:
@@ -172,9 +178,13 @@ def _tool_functions(bindings: _Bindings) -> list[tuple[Callable[..., Any], str]]
             bindings, "artifact_get", lambda s: s.get(ref, start_line, end_line, caller)
         )
 
-    async def memory_append(text: TextArg, ctx: Context) -> AppendResult:
+    async def memory_append(
+        text: TextArg, ctx: Context, idempotency_key: KeyArg = None
+    ) -> AppendResult:
         caller = bindings.caller(ctx)
-        return await _in_thread(bindings, "memory_append", lambda s: s.append(text, caller))
+        return await _in_thread(
+            bindings, "memory_append", lambda s: s.append(text, caller, idempotency_key)
+        )
 
     return [
         (artifact_recall, RECALL_DESCRIPTION),

@@ -1,15 +1,20 @@
 """The memory service: what the MCP tools do, independent of the MCP transport.
 
 Above: the MCP server (``server.py``), the CLI and the harness, which may also call it
-directly. Below: the workspace (files, manifest, notes), the hybrid index and the call log.
-Every entry point validates its input and raises ``MemoryServerError`` subclasses with
-messages written for the caller; every call, failed or not, lands in the call log.
+directly. Below: the workspace (files, manifest, notes), the note write path (``appends``), the
+hybrid index and the call log. Every entry point validates its input and raises
+``MemoryServerError`` subclasses with messages written for the caller; every call, failed or
+not, lands in the call log.
+
+An append is logged (fsynced) and written by ``appends.NoteWriter``, then indexed by a sync
+round of the index (shared with appends that arrive meanwhile) before it is acknowledged;
+searches during that round serve the index as it was. A failed index update does not fail the
+append (its note is written and logged): the next round indexes it.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,14 +23,16 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_server.calllog import CallLog, CallRecord, now_iso
+from memory_server.appends import NoteWriter, validated_key
+from memory_server.calllog import CallDraft, CallLog
 from memory_server.chunking import extract_text
 from memory_server.errors import InvalidInputError, MemoryServerError, UnknownReferenceError
+from memory_server.generations import SEARCH_LOCK_WAIT_S
 from memory_server.index import HybridIndex, IndexConfig
 from memory_server.lines import split_lines
 from memory_server.manifest import FileEntry
 from memory_server.search import Hit, citation_for
-from memory_server.workspace import Workspace
+from memory_server.workspace import Workspace, validated_date
 
 log = structlog.get_logger(__name__)
 
@@ -86,15 +93,22 @@ class MemoryService:
         call_log: Path | None = None,
         version: str | None = None,
         log_calls: bool = True,
+        note_date: str | None = None,
     ) -> None:
+        """``note_date`` (ISO ``YYYY-MM-DD``) fixes the dated note ``memory_append`` writes to,
+        so notes do not depend on the day the service runs; None: today's note."""
         self.workspace = workspace
+        self.note_date = None if note_date is None else validated_date(note_date)
         self._index = index
         self._index_config = index_config
         self._index_lock = threading.Lock()
         self.call_log = CallLog(call_log or workspace.state_dir / "calls.jsonl")
         self.log_calls = log_calls
+        self._notes = NoteWriter(workspace, self.call_log if log_calls else None)
         self._version: str | None = None
         self.pin(version)
+        if version is None:
+            self._notes.recover()
 
     @property
     def version(self) -> str | None:
@@ -161,21 +175,31 @@ class MemoryService:
 
         return self._logged("artifact_get", arguments, caller, run, lambda r: [r.artifact_id])
 
-    def append(self, text: str, caller: CallerInfo | None = None) -> AppendResult:
-        arguments = {"text": text}
-
-        def run() -> AppendResult:
+    def append(
+        self,
+        text: str,
+        caller: CallerInfo | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        arguments: dict[str, Any] = {"text": text}
+        if idempotency_key is not None:
+            arguments["idempotency_key"] = idempotency_key
+        with self._record("memory_append", arguments, caller or CallerInfo()) as call:
             if self.version is not None:
                 raise InvalidInputError(
                     "this server is pinned to a read-only workspace version; notes cannot be added"
                 )
-            landed = self.workspace.append_note(text)
-            return AppendResult(
-                **landed.model_dump(),
-                citation=citation_for(landed.path, landed.start_line, landed.end_line),
-            )
-
-        return self._logged("memory_append", arguments, caller, run, lambda r: [])
+            key = validated_key(idempotency_key)
+            index = self._index  # an index nobody opened yet syncs on its first search
+            if index is None:
+                landed = self._notes.append(text, key, call, self.note_date)
+            else:
+                with index.writing_notes():
+                    landed = self._notes.append(text, key, call, self.note_date)
+                    _index_note(index)
+            if landed.replay_of is not None:
+                call.result = landed.result()
+            return AppendResult(**landed.result())
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -187,51 +211,35 @@ class MemoryService:
         run: Callable[[], T],
         hit_ids: Callable[[T], list[str]],
     ) -> T:
-        caller = caller or CallerInfo()
-        with self._record(tool, arguments, caller) as record:
+        with self._record(tool, arguments, caller or CallerInfo()) as call:
             result = run()
-            record["hits"] = hit_ids(result)
+            call.hits = hit_ids(result)
             return result
 
     @contextmanager
-    def _record(
-        self, tool: str, arguments: dict[str, Any], caller: CallerInfo
-    ) -> Iterator[dict[str, Any]]:
-        started = time.perf_counter()
-        fields: dict[str, Any] = {"hits": [], "error": None}
+    def _record(self, tool: str, arguments: dict[str, Any], caller: CallerInfo) -> Iterator[_Call]:
+        """The call in progress; its record is logged when it ends, unless a write logged it
+        already (``appends``)."""
+        call = _Call(
+            self.call_log if self.log_calls else None,
+            tool,
+            _loggable(arguments),
+            tag=caller.tag,
+            session=caller.session,
+            transport=caller.transport,
+        )
+        error: str | None = None
         try:
-            yield fields
+            yield call
         except MemoryServerError as exc:
-            fields["error"] = str(exc)
+            error = str(exc)
             raise
         except Exception as exc:
-            fields["error"] = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            if self.log_calls:
-                self._append_record(tool, arguments, caller, fields, started)
-
-    def _append_record(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        caller: CallerInfo,
-        fields: dict[str, Any],
-        started: float,
-    ) -> None:
-        self.call_log.append(
-            CallRecord(
-                time=now_iso(),
-                tool=tool,
-                arguments=_loggable(arguments),
-                hits=fields["hits"],
-                tag=caller.tag,
-                session=caller.session,
-                transport=caller.transport,
-                latency_ms=round((time.perf_counter() - started) * 1000, 3),
-                error=fields["error"],
-            )
-        )
+            if not call.logged:
+                call.log(call.record(hits=call.hits, error=error, result=call.result))
 
     def _canonical_artifact(self, artifact_id: str) -> str:
         if not isinstance(artifact_id, str) or not artifact_id.strip():
@@ -287,6 +295,22 @@ class MemoryService:
             citation=citation_for(entry.path, first, last),
             content=body[:MAX_GET_CHARS],
         )
+
+
+class _Call(CallDraft):
+    """A call in progress, with what the service learns about it before it is logged."""
+
+    hits: list[str] | None = None
+    result: dict[str, Any] | None = None
+
+
+def _index_note(index: HybridIndex) -> None:
+    """Bring the index up to the note just written. It is written and logged already, so a
+    failure here is logged, not raised: the next sync round indexes it."""
+    try:
+        index.sync(lock_timeout=SEARCH_LOCK_WAIT_S)
+    except Exception as exc:
+        log.warning("memory.append_index_deferred", error=f"{type(exc).__name__}: {exc}")
 
 
 def _recall_ids(result: RecallResult) -> list[str]:

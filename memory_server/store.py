@@ -32,20 +32,45 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def atomic_write_bytes(target: Path, data: bytes) -> None:
+def atomic_write_bytes(
+    target: Path,
+    data: bytes,
+    *,
+    durable: bool = True,
+    mode: int | None = None,
+    sync_directory: bool = False,
+) -> None:
     """Write via a temporary file in the same directory and ``os.replace``: readers see either
-    the old or the new content, never a partial file."""
+    the old or the new content, never a partial file. ``durable`` fsyncs the content before the
+    rename (off for caches that can be rebuilt); ``sync_directory`` also fsyncs the directory
+    after it, so the rename itself survives a power loss; ``mode``: the file's permissions
+    (default: those of ``tempfile.mkstemp``, owner only)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+    if sync_directory:
+        directory = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def write_cache_bytes(target: Path, data: bytes) -> None:
+    """``atomic_write_bytes`` without the fsync, for files that are rebuilt when lost (hash
+    cache, built manifest): readers still never see a partial file."""
+    atomic_write_bytes(target, data, durable=False)
 
 
 class HashCache:
@@ -71,6 +96,12 @@ class HashCache:
         self._dirty = True
         return sha, stat.st_size
 
+    def record(self, relative: str, absolute: Path, sha: str) -> None:
+        """``relative`` was just written with content ``sha``: remember it without reading it."""
+        stat = absolute.stat()
+        self._entries[relative] = [stat.st_size, stat.st_mtime_ns, sha]
+        self._dirty = True
+
     def keys(self) -> set[str]:
         return set(self._entries)
 
@@ -87,7 +118,8 @@ class HashCache:
         for key in stale:
             del self._entries[key]
         if self._dirty or stale:
-            atomic_write_bytes(self._path, json.dumps(self._entries).encode("utf-8"))
+            payload = json.dumps(self._entries).encode("utf-8")
+            write_cache_bytes(self._path, payload)
             self._dirty = False
 
 

@@ -5,13 +5,17 @@ canonicalises SOURCE answers with ``resolve``) and compaction (which appends dat
 Below: the file system, through ``paths.confine`` for every access, and the content-addressed
 store under ``.mirage/`` for built manifests, snapshots and blobs.
 
-Every file is read-only except dated notes ``memory/YYYY-MM-DD.md``, which only grow.
+Every file is read-only except dated notes ``memory/YYYY-MM-DD.md``, which only grow. A note
+append is planned and written under the notes lock (a thread lock and an ``flock`` shared with
+other processes); ``memory_server.appends`` logs it between the two steps. Writing a note
+updates the manifest from the one changed file, without rescanning the tree.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import hashlib
 import os
 import threading
 from collections.abc import Iterator
@@ -27,12 +31,13 @@ from memory_server.manifest import (
     USER_MANIFEST_NAME,
     BuiltManifest,
     FileEntry,
+    UserManifest,
     build_manifest,
     load_user_manifest,
 )
 from memory_server.paths import STATE_DIR_NAME, confine, is_servable
 from memory_server.resolve import Resolver
-from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes
+from memory_server.store import HashCache, SnapshotStore, atomic_write_bytes, write_cache_bytes
 
 log = structlog.get_logger(__name__)
 
@@ -50,6 +55,27 @@ class NoteAppend(BaseModel):
     end_line: int
 
 
+class PlannedNote(BaseModel):
+    """An append worked out under the notes lock before anything is written: the note's bytes
+    then are its ``offset`` bytes now, unchanged, followed by ``appended``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    offset: int
+    appended: str
+    start_line: int
+    end_line: int
+
+    @property
+    def landing(self) -> NoteAppend:
+        return NoteAppend(path=self.path, start_line=self.start_line, end_line=self.end_line)
+
+    @property
+    def data(self) -> bytes:
+        return self.appended.encode("utf-8")
+
+
 class Workspace:
     """One workspace directory. Cheap to open; thread-safe for reads and note appends."""
 
@@ -58,6 +84,11 @@ class Workspace:
         self.state_dir = self.root / STATE_DIR_NAME
         self.store = SnapshotStore(self.state_dir)
         self._lock = threading.RLock()
+        self._notes_guard = threading.Lock()
+        self._hashes: dict[str, tuple[str, int]] = {}
+        self._hash_cache_loaded: HashCache | None = None
+        self._user: tuple[tuple[int, int, int] | None, UserManifest] | None = None
+        self._built_from: UserManifest | None = None
         self._manifest: BuiltManifest | None = None
         self._resolver: Resolver | None = None
         self._version_resolvers: dict[str, Resolver] = {}  # a version never changes
@@ -85,24 +116,46 @@ class Workspace:
         return self._manifest
 
     def refresh(self) -> BuiltManifest:
-        """Rescan the files (unchanged files are not re-hashed) and rebuild the manifest."""
+        """Rescan the files (unchanged files are not re-hashed) and rebuild the manifest; an
+        unchanged tree keeps the manifest object (callers cache by identity)."""
         with self._lock:
             cache = self._hash_cache()
             hashes = {rel: cache.digest(rel, self.root / rel) for rel in self._walk()}
             cache.save(set(hashes))
-            manifest = build_manifest(load_user_manifest(self.root), hashes)
-            if self._manifest is not None and manifest == self._manifest:
-                return self._manifest  # unchanged: keep the object (callers cache by identity)
-            target = self.state_dir / BUILT_MANIFEST_NAME
-            payload = manifest.canonical_json().encode("utf-8")
-            if not target.is_file() or target.read_bytes() != payload:
-                atomic_write_bytes(target, payload)
-            self._manifest = manifest
-            self._resolver = Resolver(manifest, self.root, self._read_note_text)
-            return manifest
+            return self._install(hashes)
+
+    def _install(self, hashes: dict[str, tuple[str, int]]) -> BuiltManifest:
+        """Make the manifest of ``hashes`` current (the caller holds ``_lock``)."""
+        user = self._user_manifest()
+        if self._manifest is not None and hashes == self._hashes and user is self._built_from:
+            return self._manifest
+        manifest = build_manifest(user, hashes)
+        self._hashes, self._built_from = hashes, user
+        if self._manifest is not None and manifest == self._manifest:
+            return self._manifest
+        target = self.state_dir / BUILT_MANIFEST_NAME
+        payload = manifest.canonical_json().encode("utf-8")
+        if not target.is_file() or target.read_bytes() != payload:
+            write_cache_bytes(target, payload)
+        self._manifest = manifest
+        self._resolver = Resolver(manifest, self.root, self._read_note_text)
+        return manifest
+
+    def _user_manifest(self) -> UserManifest:
+        """``MANIFEST.yaml``, parsed again only when its size or modification time changed."""
+        try:
+            info = (self.root / USER_MANIFEST_NAME).stat()
+            stamp: tuple[int, int, int] | None = (info.st_ino, info.st_size, info.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = None
+        if self._user is None or self._user[0] != stamp:
+            self._user = (stamp, load_user_manifest(self.root))
+        return self._user[1]
 
     def _hash_cache(self) -> HashCache:
-        return HashCache(self.state_dir / "hashes.json")
+        if self._hash_cache_loaded is None:
+            self._hash_cache_loaded = HashCache(self.state_dir / "hashes.json")
+        return self._hash_cache_loaded
 
     def _walk(self) -> Iterator[str]:
         for directory, dirnames, filenames in os.walk(self.root, followlinks=False):
@@ -218,7 +271,7 @@ class Workspace:
         ``version``: notes that differ get that version's bytes back, notes it did not have are
         removed. Any other file that differs from ``version`` raises ``CorruptStateError``
         (those are read-only: the tree is not a state of this workspace any more)."""
-        with self._lock, self._file_lock():
+        with self.notes_lock(), self._lock:
             wanted = {path: e.sha256 for path, e in self.store.get_version(version).files.items()}
             live = {path: e.sha256 for path, e in self.refresh().files.items()}
             changed = sorted(p for p in wanted.keys() | live.keys() if wanted.get(p) != live.get(p))
@@ -246,32 +299,75 @@ class Workspace:
     def append_note(self, text: str, date: str | None = None) -> NoteAppend:
         """Append ``text`` to ``memory/<date>.md`` (today by default). Never rewrites what is
         there: the new file is the old bytes, unchanged, plus the text, written atomically."""
-        body = _validated_note(text)
-        day = _validated_date(date)
-        relative = f"memory/{day}.md"
-        with self._lock, self._file_lock():
-            target = confine(self.root, relative)
-            confine(self.root, "memory").mkdir(exist_ok=True)
-            old = target.read_bytes() if target.is_file() else f"# {day}\n".encode()
-            prefix = (old if old.endswith(b"\n") else old + b"\n") + b"\n"
-            start = prefix.count(b"\n") + 1
-            atomic_write_bytes(target, prefix + body.encode("utf-8") + b"\n")
-            self.refresh()
-        end = start + body.count("\n")
-        return NoteAppend(path=relative, start_line=start, end_line=end)
+        with self.notes_lock():
+            return self.write_note(self.plan_note(text, date))
 
     @contextmanager
-    def _file_lock(self) -> Iterator[None]:
+    def notes_lock(self) -> Iterator[None]:
+        """The lock every note write holds, shared by the threads of this process and by other
+        processes (an ``flock`` on ``.mirage/notes.lock``); searches never take it."""
         lock_path = self.state_dir / "notes.lock"
-        with lock_path.open("a") as handle:
+        with self._notes_guard, lock_path.open("a") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    def plan_note(self, text: str, date: str | None = None) -> PlannedNote:
+        """Where ``text`` would land in ``memory/<date>.md`` and the bytes it adds (the caller
+        holds ``notes_lock`` until it has written them with ``write_note``)."""
+        body = validated_note(text)
+        day = validated_date(date)
+        relative = f"memory/{day}.md"
+        target = confine(self.root, relative)
+        confine(self.root, "memory").mkdir(exist_ok=True)
+        old = target.read_bytes() if target.is_file() else b""
+        header = b"" if old else f"# {day}\n".encode()
+        added = header + (b"" if old.endswith(b"\n") or not old else b"\n") + b"\n"
+        start = (old + added).count(b"\n") + 1
+        return PlannedNote(
+            path=relative,
+            offset=len(old),
+            appended=added.decode("utf-8") + body + "\n",
+            start_line=start,
+            end_line=start + body.count("\n"),
+        )
 
-def _validated_note(text: str) -> str:
+    def write_note(self, plan: PlannedNote) -> NoteAppend:
+        """Write a planned append: the note as it is plus ``plan.appended``, to a temporary
+        file, fsynced and renamed over the note (the caller holds ``notes_lock``). The manifest
+        is updated from this one file. Raises ``CorruptStateError`` when the note is no longer
+        ``plan.offset`` bytes long."""
+        target = confine(self.root, plan.path)
+        old = target.read_bytes() if target.is_file() else b""
+        if len(old) != plan.offset:
+            raise CorruptStateError(
+                f"{plan.path} is {len(old)} bytes long, not {plan.offset} as planned; "
+                "the note changed outside the memory server"
+            )
+        new = old + plan.data
+        mode = target.stat().st_mode & 0o777 if old else 0o644
+        atomic_write_bytes(target, new, mode=mode, sync_directory=True)
+        sha = hashlib.sha256(new).hexdigest()
+        with self._lock:
+            self._hash_cache().record(plan.path, target, sha)
+            self._install({**self._hashes, plan.path: (sha, len(new))})
+        return plan.landing
+
+    def note_holds(self, plan: PlannedNote) -> bool:
+        """Whether the note holds ``plan.appended`` at ``plan.offset`` (it was written)."""
+        target = confine(self.root, plan.path)
+        if not target.is_file():
+            return False
+        with target.open("rb") as handle:
+            handle.seek(plan.offset)
+            return handle.read(len(plan.data)) == plan.data
+
+
+def validated_note(text: str) -> str:
+    """The text of a note append as it is written (surrounding newlines stripped), or
+    ``InvalidInputError``."""
     if not isinstance(text, str):
         raise InvalidInputError("note text must be a string")
     body = text.strip("\n")
@@ -292,7 +388,8 @@ def _validated_note(text: str) -> str:
     return body
 
 
-def _validated_date(date: str | None) -> str:
+def validated_date(date: str | None) -> str:
+    """``date`` as ISO ``YYYY-MM-DD`` (None: today), or ``InvalidInputError``."""
     if date is None:
         return dt.date.today().isoformat()
     try:

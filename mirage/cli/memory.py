@@ -147,12 +147,12 @@ def index_command(
 
 
 def _units_progress(display: Any) -> Callable[[int, int], None]:
-    """An ``IndexProgress`` drawing "indexing files" on ``display`` from its first report."""
+    """An ``IndexProgress`` drawing "indexing units" on ``display`` from its first report."""
     task: list[int] = []
 
     def update(done: int, total: int) -> None:
         if not task:
-            task.append(display.add_task("indexing files", total=total))
+            task.append(display.add_task("indexing units", total=total))
         display.update(task[0], completed=done)
 
     return update

@@ -58,8 +58,9 @@ def test_index_then_search_json(tmp_path: Path, embedder: Embedder) -> None:
     root = write_workspace(tmp_path / "ws")
     indexed = runner.invoke(app, ["memory", "index", "-w", str(root)])
     assert indexed.exit_code == 0, indexed.output
-    assert "+9 units" in indexed.output
-    assert "indexing files: 9/9 (100%)" in indexed.output  # plain progress lines on stderr
+    # 7 files and 2 artifact cards, the dated note counted as its 3 chunks (a unit each)
+    assert "+11 units" in indexed.output
+    assert "indexing units: 11/11 (100%)" in indexed.output  # plain progress lines on stderr
     found = runner.invoke(
         app, ["memory", "search", "-w", str(root), "INV-2023-0042", "-k", "1", "--json"]
     )

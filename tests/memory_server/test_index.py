@@ -206,7 +206,7 @@ def test_lost_store_is_rebuilt_from_files(
     (root / ".mirage" / "index" / current["generation"] / "keyword.sqlite").unlink()
     reopened = _index(root, embedder, shared_cache)
     report = reopened.sync()
-    assert (report.units_added, report.texts_embedded) == (9, 0)
+    assert (report.units_added, report.texts_embedded) == (11, 0)  # the dated note: 3 units
     assert reopened.search("INV-2023-0042", 1)[0].artifact_id == "invoice_2023_0042"
 
 
