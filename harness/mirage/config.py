@@ -20,7 +20,7 @@ from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
 from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
-from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
+from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
 SCRIPTED_TRUNK_SUMMARIZER = "reference/keep-charts"
@@ -44,6 +44,7 @@ FIELD_OF = {
     "summarizer": "summarizer_model",
     "summary_format": "summary_formats",
     "agent_timeout": "agent_timeout_s",
+    "request_timeout": "request_timeout_s",
 }
 """Command-line parameters of ``mirage run`` whose ``RunConfig`` field (or study key) is named
 otherwise."""
@@ -139,6 +140,13 @@ class RunConfig(BaseModel):
     )
     adapters: bool = False
     api_base: str | None = None
+    request_timeout_s: float = Field(
+        default=DEFAULT_TIMEOUT_S,
+        gt=0,
+        description="Seconds one call to a litellm model's provider may take before it fails as "
+        "a timeout (retried like other provider failures); defines no record, so a resume may "
+        "change it",
+    )
     window: int | None = Field(
         default=None,
         ge=1024,

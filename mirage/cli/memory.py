@@ -325,7 +325,7 @@ def _checked_address(http: str, token: str | None) -> tuple[str, int]:
     """``--http HOST:PORT`` parsed, and the binding checked (off loopback only with a token);
     a bad one ends the command as a usage error."""
     host, port = _parse_http(http)
-    from memory_server.http import check_binding
+    from runtime.asgi import check_binding
 
     try:
         check_binding(host, token)

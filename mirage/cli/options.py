@@ -30,6 +30,11 @@ OUT = ("--out", "-o")
 MAX_OUTPUT_TOKENS = ("--max-output-tokens",)
 SUMMARY_FORMAT = ("--summary-format",)
 FAMILY = ("--family", "-f")
+REQUEST_TIMEOUT = ("--request-timeout",)
+REQUEST_TIMEOUT_HELP = (
+    "Seconds one call to a litellm model's provider may take before it fails as a timeout "
+    "(it is retried like other provider failures); the embedded model has no provider"
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

@@ -195,6 +195,7 @@ def run(
     trunk_model: ro.TrunkModel = ro.DEFAULTS.trunk_model,
     summarizer: ro.Summarizer = None,
     api_base: ro.ApiBase = None,
+    request_timeout: ro.RequestTimeout = ro.DEFAULTS.request_timeout_s,
     adapters: ro.Adapters = ro.DEFAULTS.adapters,
     pack: ro.Pack = ro.DEFAULTS.pack,
     profile: ro.Profile = ro.DEFAULTS.profile,
