@@ -30,7 +30,8 @@ class CallRecord(BaseModel):
     output_tokens: int
     source: Literal["provider", "estimate"] = "provider"
     latency_s: float = 0.0
-    """Wall-clock seconds: data, not identity (``runtime.session.WALL_CLOCK_FIELDS``)."""
+    """Wall-clock seconds: data, not identity (``runtime.session.SERVING_FIELDS``, as the
+    cached and cache-write token counts)."""
 
 
 class Ledger(BaseModel):

@@ -75,13 +75,19 @@ class CompactionState(BaseModel):
     flushed_in_cycle: bool = False
 
 
-WALL_CLOCK_FIELDS: dict[str, Any] = {
-    "ledger": {"calls": {"__all__": {"latency_s"}}},
+SERVING_FIELDS: dict[str, Any] = {
+    "ledger": {
+        "calls": {"__all__": {"latency_s", "cached_tokens", "cache_write_tokens"}},
+        "total_cached_tokens": True,
+        "total_cache_write_tokens": True,
+    },
     "tool_state": {"__all__": {"__all__": {"tool_calls": {"__all__": {"latency_s"}}}}},
 }
-"""What differs between two honest builds of one session (how long each call took: the
-ledger's calls, and the tool calls of records kept in ``tool_state``, such as the memory
-flush's ``memory_append`` calls): kept in a snapshot as data, left out of what names it
+"""What differs between two honest builds of one session — how its calls were served, not what
+they said: how long each took (the ledger's calls, and the tool calls of records kept in
+``tool_state``, such as the memory flush's ``memory_append`` calls) and how many of their prompt
+tokens a cache served or stored (a provider's prompt cache, the embedded model's kept KV
+copies, whose size is a setting): kept in a snapshot as data, left out of what names it
 (``Session.identity_json``)."""
 
 
@@ -135,9 +141,9 @@ class Session(BaseModel):
         )
 
     def identity_json(self) -> bytes:
-        """The session as JSON without its ``WALL_CLOCK_FIELDS``: what a checkpoint's hash
+        """The session as JSON without its ``SERVING_FIELDS``: what a checkpoint's hash
         covers, so two builds of one conversation have one name whatever their latencies."""
-        return self.model_dump_json(exclude=WALL_CLOCK_FIELDS).encode("utf-8")
+        return self.model_dump_json(exclude=SERVING_FIELDS).encode("utf-8")
 
     @property
     def history_tokens(self) -> int:

@@ -5,8 +5,9 @@ sha256, payload_sha256, length) followed by the session's JSON payload. Two hash
 
 - ``sha256`` names the snapshot (its file name, a checkpoint's ``snapshot_sha256``, a probe
   record's ``checkpoint_sha256`` and ``restored_sha256``): it covers the session *without* what
-  differs between two honest builds of one conversation (``runtime.session.WALL_CLOCK_FIELDS``:
-  the ledger's call latencies), which stays in the payload as data;
+  differs between two honest builds of one conversation (``runtime.session.SERVING_FIELDS``:
+  how its calls were served, their latencies and cached tokens), which stays in the payload as
+  data; format 2 snapshots (latencies only left out) are read and checked by their own rule;
 - ``payload_sha256`` covers the payload bytes, latencies included.
 
 A read verifies the payload bytes (length and ``payload_sha256``), parses the session strictly
@@ -24,14 +25,23 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runtime.session import Session
 
 FORMAT = "mirage-session"
-VERSION = 2
-"""2: ``sha256`` names the session without its wall-clock fields (1 hashed the payload bytes)."""
+VERSION = 3
+"""3: ``sha256`` names the session without its serving fields (latencies, cached tokens); 2
+left out the latencies only (read still, each checked by its own rule); 1 hashed the payload
+bytes."""
+READABLE_VERSIONS = (2, 3)
+_V2_UNNAMED: dict[str, Any] = {
+    "ledger": {"calls": {"__all__": {"latency_s"}}},
+    "tool_state": {"__all__": {"__all__": {"tool_calls": {"__all__": {"latency_s"}}}}},
+}
+"""What format 2 left out of a session's name: its latencies only."""
 SUFFIX = ".session"
 
 
@@ -62,8 +72,11 @@ def session_bytes(session: Session) -> bytes:
     return session.model_dump_json().encode("utf-8")
 
 
-def session_hash(session: Session) -> str:
-    """The session's name: what a checkpoint's hash and a probe's ``restored_sha256`` are."""
+def session_hash(session: Session, version: int = VERSION) -> str:
+    """The session's name: what a checkpoint's hash and a probe's ``restored_sha256`` are
+    (as snapshot format ``version`` names sessions)."""
+    if version == 2:
+        return hashlib.sha256(session.model_dump_json(exclude=_V2_UNNAMED).encode()).hexdigest()
     return hashlib.sha256(session.identity_json()).hexdigest()
 
 
@@ -106,9 +119,10 @@ def read_snapshot_bytes(path: Path) -> tuple[SnapshotHeader, bytes]:
     if not sep:
         raise SnapshotError(f"{path} is not a mirage session snapshot (no header line)")
     version = _header_version(head)
-    if version is not None and version != VERSION:
+    if version is not None and version not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
         raise SnapshotError(
-            f"{path} is snapshot format version {version}; this mirage reads version {VERSION} only"
+            f"{path} is snapshot format version {version}; this mirage reads versions {readable}"
         )
     try:
         header = SnapshotHeader.model_validate_json(head, strict=True)
@@ -118,7 +132,7 @@ def read_snapshot_bytes(path: Path) -> tuple[SnapshotHeader, bytes]:
         ) from exc
     if header.format != FORMAT:
         raise SnapshotError(f"{path} has format {header.format!r}, expected {FORMAT!r}")
-    if header.version != VERSION:  # pragma: no cover - _header_version saw it first
+    if header.version not in READABLE_VERSIONS:  # pragma: no cover - _header_version saw it
         raise SnapshotError(f"{path} is snapshot format version {header.version}")
     digest = hashlib.sha256(payload).hexdigest()
     if len(payload) != header.length or digest != header.payload_sha256:
@@ -137,20 +151,25 @@ def _header_version(head: bytes) -> object:
 
 
 def session_from_payload(
-    payload: bytes, origin: str = "snapshot", expected_sha256: str | None = None
+    payload: bytes,
+    origin: str = "snapshot",
+    expected_sha256: str | None = None,
+    version: int = VERSION,
 ) -> Session:
     """The session of a verified payload, parsed strictly; with ``expected_sha256`` (the
-    header's name) the session must also be the one that name names."""
+    header's name) the session must also be the one that name names (as format ``version``
+    names sessions)."""
     try:
         session = Session.model_validate_json(payload, strict=True)
     except ValidationError as exc:
         raise SnapshotError(
             f"{origin} does not hold a valid session ({validation_problem(exc)})"
         ) from exc
-    if expected_sha256 is not None and session_hash(session) != expected_sha256:
+    named = session_hash(session, version) if expected_sha256 is not None else None
+    if named is not None and named != expected_sha256:
         raise SnapshotError(
             f"{origin} holds a session other than the one its header names "
-            f"({session_hash(session)[:12]} vs {expected_sha256[:12]}): it was edited"
+            f"({named[:12]} vs {str(expected_sha256)[:12]}): it was edited"
         )
     return session
 
@@ -158,7 +177,7 @@ def session_from_payload(
 def verified_session(path: Path) -> tuple[SnapshotHeader, Session]:
     """A snapshot file's header and its session, every check passed."""
     header, payload = read_snapshot_bytes(path)
-    return header, session_from_payload(payload, str(path), header.sha256)
+    return header, session_from_payload(payload, str(path), header.sha256, header.version)
 
 
 def load_snapshot(path: Path) -> Session:

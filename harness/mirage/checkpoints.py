@@ -26,8 +26,9 @@ What is read back is read strictly (no unknown field, no coerced value) and chec
 what names it: a manifest against its folder (state, format), its family (the trunk its folder
 name hashes) and its snapshot (hash, EIT, compaction count); a snapshot against the name in its
 header (``runtime.snapshot``: a session edited with its byte hash recomputed is refused). The
-name of a snapshot leaves out what differs between two honest builds of one conversation (the
-ledger's call latencies, ``runtime.session.WALL_CLOCK_FIELDS``), so shards that rebuild one
+name of a snapshot leaves out what differs between two honest builds of one conversation (how
+its calls were served: latencies, cached tokens; ``runtime.session.SERVING_FIELDS``), so shards
+that rebuild one
 trunk against a real summarizer name its checkpoints alike (``harness.mirage.shards``).
 
 A damaged ``family.json`` (truncated, wrong types, unknown fields, values the checkpoints

@@ -56,8 +56,8 @@ CHANGED = [
     ({"adapters": True}, "--no-adapters, this run has --adapters"),
     ({"trunk_model": "openai/gpt-4o-mini"}, "--trunk-model scripted, this run has --trunk-model"),
     (
-        {"agent": "openai:http://127.0.0.1:9/v1", "agent_model": "m", "models": []},
-        "--agent (default), this run has --agent openai",
+        {"agent": "openclaw", "models": ["ollama/qwen3:4b"], "summary_formats": ["verbatim"]},
+        "--agent (default), this run has --agent openclaw",
     ),
     ({"summary_formats": ["free-form", "verbatim"]}, "--summary-format verbatim,free-form, this"),
 ]
@@ -79,7 +79,6 @@ def test_every_fixed_key_is_tried() -> None:
         for changes, _ in CHANGED
         for key in changes
     }
-    tried |= {"agent_kind", "agent_model"} if "agent" in tried else set()
     assert set(FIXED_KEYS) - tried == set()
 
 
@@ -115,6 +114,11 @@ def test_a_resume_may_add_probes_and_change_answerers(tmp_path: Path) -> None:
         models=["reference/context-reader"],
     )
     _check(grown)
+    own_agent = {"agent": "openai:http://127.0.0.1:9/v1", "models": []}
+    with_agent = _study(tmp_path / "run", agent_model="m", **own_agent)
+    _check(with_agent)
+    write_study(with_agent.config, grown.pack.root, None)
+    _check(_study(tmp_path / "run", agent_model="another", **own_agent))
     fewer_repeats = tmp_path / "again"
     _recorded(fewer_repeats)
     write_study(grown.config.model_copy(update={"out": fewer_repeats}), grown.pack.root, None)

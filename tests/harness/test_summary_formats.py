@@ -191,5 +191,5 @@ async def test_a_format_added_later_branches_and_equals_the_inline_one(tmp_path:
     ]
     assert branched_s2.message_tokens == inline_s2.message_tokens
 
-    with pytest.raises(ResumeError, match="S2 records under summary format verbatim"):
+    with pytest.raises(ResumeError, match="the first format is the trunk's own S2"):
         await _run(out, "free-form,verbatim", summarizer).execute()

@@ -65,7 +65,7 @@ def test_corrupted_snapshot_is_refused(tmp_path: Path) -> None:
 def test_foreign_version_and_garbage_are_refused(tmp_path: Path) -> None:
     path = save_snapshot(_session(), tmp_path)
     head, _, payload = path.read_bytes().partition(b"\n")
-    path.write_bytes(head.replace(b'"version":2', b'"version":99') + b"\n" + payload)
+    path.write_bytes(head.replace(b'"version":3', b'"version":99') + b"\n" + payload)
     with pytest.raises(SnapshotError, match="version 99"):
         load_snapshot(path)
     junk = tmp_path / "junk.session"
@@ -76,16 +76,44 @@ def test_foreign_version_and_garbage_are_refused(tmp_path: Path) -> None:
         load_snapshot(tmp_path / "missing.session")
 
 
-def test_call_latencies_are_data_not_part_of_the_name(tmp_path: Path) -> None:
-    """Two honest builds of one conversation differ in how long each call took: one name."""
+def test_how_calls_were_served_is_data_not_part_of_the_name(tmp_path: Path) -> None:
+    """Two honest builds of one conversation differ in how long each call took and in how much
+    of its prompt a cache served: one name."""
     fast, slow = _session(), _session()
     slow.session_id = fast.session_id
     fast.ledger.calls[0].latency_s, slow.ledger.calls[0].latency_s = 0.1347, 0.1476
+    slow.ledger.calls[0].cached_tokens = 7
+    slow.ledger.total_cached_tokens += 7
     first, second = save_snapshot(fast, tmp_path / "a"), save_snapshot(slow, tmp_path / "b")
     assert first.name == second.name and first.read_bytes() != second.read_bytes()
-    assert load_snapshot(second).ledger.calls[0].latency_s == 0.1476  # kept as data
+    restored = load_snapshot(second).ledger
+    assert (restored.calls[0].latency_s, restored.calls[0].cached_tokens) == (0.1476, 7)  # data
     slow.ledger.calls[0].output_tokens += 1  # anything else is part of the name
     assert session_hash(slow) != session_hash(fast)
+
+
+def test_a_format_2_snapshot_is_read_by_its_own_name(tmp_path: Path) -> None:
+    """Format 2 left only latencies out of the name: its snapshots (earlier runs' checkpoints)
+    are still read, checked by that rule, and refused when edited."""
+    session = _session()
+    session.ledger.calls[0].cached_tokens = 5
+    old_name = session_hash(session, version=2)
+    assert old_name != session_hash(session)
+    payload = session.model_dump_json().encode()
+    header = json.dumps(
+        {"format": "mirage-session", "version": 2, "sha256": old_name,
+         "payload_sha256": hashlib.sha256(payload).hexdigest(), "length": len(payload)}
+    ).encode()  # fmt: skip
+    path = tmp_path / f"{old_name}.session"
+    path.write_bytes(header + b"\n" + payload)
+    assert load_snapshot(path).ledger.calls[0].cached_tokens == 5
+    edited = payload.replace(b'"cached_tokens":5', b'"cached_tokens":6')
+    header = header.replace(
+        hashlib.sha256(payload).hexdigest().encode(), hashlib.sha256(edited).hexdigest().encode()
+    )
+    path.write_bytes(header + b"\n" + edited)
+    with pytest.raises(SnapshotError, match="it was edited"):
+        load_snapshot(path)
 
 
 def test_flush_tool_call_latencies_are_data_not_part_of_the_name(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Below: the pack files on disk (``schema``) and the seeded filler sampler (``fill
 
 from __future__ import annotations
 
+import base64
 import mimetypes
 import shutil
 from collections.abc import Mapping
@@ -64,13 +65,15 @@ class PlantedTurn(BaseModel):
     assistant: str | None = None
 
     def to_user_message(self) -> UserMessage:
-        """Images become ``ImagePart``s (path + text stand-in); other files are inlined as text."""
+        """Images become ``ImagePart``s carrying their bytes (a session holds the whole
+        conversation, wherever the pack is installed) and their text stand-in; other files are
+        inlined as text."""
         parts: list[TextPart | ImagePart] = [TextPart(text=self.text)]
         for item in self.attachments:
             if item.is_image:
                 parts.append(
                     ImagePart(
-                        path=str(item.path),
+                        data_b64=base64.b64encode(item.path.read_bytes()).decode("ascii"),
                         media_type=item.media_type,
                         artifact_id=item.artifact_id,
                         text_representation=item.text_representation,

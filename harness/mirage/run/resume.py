@@ -54,11 +54,14 @@ FIXED_KEYS = (
     "scoring",
     "probe_max_output_tokens",
     "adapters",
-    "agent_kind",
-    "agent_model",
 )
 """Study keys (``harness.mirage.shards.study_file``) that define a run folder's checkpoints or
 records: a resume keeps each of them."""
+
+AGENT_KEYS = ("agent_kind", "agent_model")
+"""The agent under test: an answerer on the run's trunk (``openai:``, ``cmd:``, each in its own
+folder) may change on a resume; an agent that builds its own trunk (a named agent, OpenClaw)
+may not, nor may a run switch to or from one."""
 
 
 def check_same_study(run: RunLayout, family_id: str | None) -> None:
@@ -66,7 +69,8 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
     pack's content, the first summary format, the checkpoint family ``family_id``) and may
     only add probes (summary formats, calibration arms, conditions, repeats, questions);
     anything else is refused in one line naming the option with both values. Answerers may
-    change: each has its own folder."""
+    change (``--model``, an ``openai:``/``cmd:`` agent): each has its own folder; an agent that
+    builds its own trunk may not (``AGENT_KEYS``)."""
     from harness.mirage.shards import earlier_study, study_file
 
     try:
@@ -80,6 +84,7 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
     for key in FIXED_KEYS:
         if key in before and before[key] != after.get(key):
             raise ResumeError(_changed(run.out, key, before[key], after.get(key)))
+    _check_trunk_agent(run, before, after)
     if earlier.pack_digest != now.pack_digest:
         raise ResumeError(
             f"{run.out} holds a study of pack {before.get('pack')} as it was (digest "
@@ -92,6 +97,16 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
             f"{run.out} holds checkpoint family {earlier.family}; this run's trunk is "
             f"{now.family}: its records would mix two trunks; use a new --out"
         )
+
+
+def _check_trunk_agent(run: RunLayout, before: dict[str, Any], after: dict[str, Any]) -> None:
+    from harness.mirage.strategies.options import NAMED_AGENTS
+
+    if before.get("agent_kind") not in NAMED_AGENTS and after["agent_kind"] not in NAMED_AGENTS:
+        return
+    for key in AGENT_KEYS:
+        if key in before and before[key] != after[key]:
+            raise ResumeError(_changed(run.out, key, before[key], after[key]))
 
 
 def _check_only_grows(run: RunLayout, before: dict[str, Any], after: dict[str, Any]) -> None:
