@@ -29,6 +29,7 @@ from mirage.cli.options import (
     REQUEST_TIMEOUT_HELP,
     aliased,
     fail,
+    folder_to_write,
 )
 from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 from runtime.messages import ToolSpec
@@ -144,9 +145,9 @@ def compliance_command(
     n: Annotated[
         int | None, typer.Option("--n", min=1, help="Replies per backbone (default: all 16).")
     ] = None,
-    out: Annotated[Path, typer.Option(*OUT, help="Directory for the table files.")] = Path(
-        "results/compliance"
-    ),
+    out: Annotated[
+        Path, typer.Option(*OUT, help="Directory for the table files.", callback=folder_to_write)
+    ] = Path("results/compliance"),
     max_output_tokens: Annotated[
         int, typer.Option(*MAX_OUTPUT_TOKENS, min=16, help="Output token limit per reply.")
     ] = 256,

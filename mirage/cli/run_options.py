@@ -188,6 +188,8 @@ OpenclawConfig = Annotated[
         panel=AGENT_PANEL,
         help="With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), "
         "merged over the generated config and checked by `openclaw config validate`",
+        exists=True,
+        dir_okay=False,
     ),
 ]
 Out = Annotated[Path, _option(*OUT, panel=OUTPUT_PANEL, help="Output folder (re-run to resume)")]

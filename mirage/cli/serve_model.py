@@ -19,6 +19,7 @@ from mirage.cli.options import (
     REQUEST_TIMEOUT,
     REQUEST_TIMEOUT_HELP,
     fail,
+    file_to_write,
 )
 from runtime.asgi import DEFAULT_READ_TIMEOUT_S
 from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S
@@ -53,7 +54,10 @@ AdaptersOpt = Annotated[
     bool, typer.Option(help="Let the parser recover pseudo-tool calls (adapters)")
 ]
 LogOpt = Annotated[
-    Path | None, typer.Option("--log", help="Append one JSON line per request to this file")
+    Path | None,
+    typer.Option(
+        "--log", help="Append one JSON line per request to this file", callback=file_to_write
+    ),
 ]
 LogContentOpt = Annotated[
     bool, typer.Option(help="Also log request messages and reply text (off: privacy)")
