@@ -252,7 +252,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
         "`on` when the pseudo-tool adapters read the replies (`--adapters both` parses "
         "the same replies both ways, one row each)",
     ),
-    ("attempted", "prompts sent: each question once with the tool instruction and once without"),
+    (
+        "attempted",
+        f"prompts sent: each of the {len(QUESTIONS)} questions once with the tool instruction "
+        f"and once without ({2 * len(QUESTIONS)}; `--n N` sends the first N)",
+    ),
     ("ok", "replies whose every call could run as written (label `ok`)"),
     ("adapted", "replies whose calls could run only once an adapter read them (label `adapted`)"),
     (

@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from runtime.compliance import COLUMNS, TOOL_INSTRUCTION
+from runtime.serve import read_request_log
 from tests.fakes.openai_server import FakeOpenAIServer, hang, reply, unused_port
+from tests.serve.test_serve_model_cli import serve_model_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "hosted_vllm/fake-model"
@@ -29,9 +33,14 @@ STYLES = [
 ]
 
 
-def _compliance(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mirage", "compliance", "-m", MODEL, *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=ROOT)
+def _compliance(
+    *args: str, model: str = MODEL, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "mirage", "compliance", "-m", model, *args]
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, cwd=ROOT, env=environment
+    )
 
 
 def _rows(table: str) -> list[dict[str, str]]:
@@ -80,6 +89,36 @@ def test_compliance_against_a_served_model_labels_each_style(tmp_path: Path) -> 
     for column in columns:  # explained at the top of the file and in the docs
         assert f"- `{column}`:" in top, column
         assert re.search(rf"^\| `{re.escape(column)}` \|", section, re.MULTILINE), column
+
+
+@pytest.mark.slow
+def test_compliance_against_mirage_serve_model_with_a_key(tmp_path: Path) -> None:
+    """The whole chain as processes: ``mirage compliance`` → ``mirage serve-model --api-key``
+    on loopback → a provider. The key travels in the provider's variable as for ``mirage run``
+    (``HOSTED_VLLM_API_KEY``); without it every prompt is refused (401) and the command says so
+    after writing the table."""
+    served = ("--model", "openai/fake-model", "--name", "served", "--api-key", "s3cret")
+    with FakeOpenAIServer() as provider:
+        provider.push(*(reply(text) for text in STYLES))
+        log = tmp_path / "requests.jsonl"
+        with serve_model_process(log, *served, "--api-base", provider.api_base) as base_url:
+            common = ("--api-base", base_url, "--n", str(len(STYLES)), "--adapters", "both")
+            keyless = _compliance(
+                *common, "-o", str(tmp_path / "keyless"), model="hosted_vllm/served"
+            )
+            finished = _compliance(
+                *common, "-o", str(tmp_path / "keyed"), model="hosted_vllm/served",
+                env={"HOSTED_VLLM_API_KEY": "s3cret"},
+            )  # fmt: skip
+    assert keyless.returncode == 1, keyless.stderr
+    assert f"the provider failed on {len(STYLES)} prompt(s)" in keyless.stderr
+    assert finished.returncode == 0, finished.stderr
+    replies = json.loads((tmp_path / "keyed" / "compliance.json").read_text())["replies"]
+    labels = [r["overall"] for r in replies if not r["adapters"]]
+    assert labels == ["ok", *["pseudo_tool"] * 4, "type_error", "no_call"]
+    adapted = [r["overall"] for r in replies if r["adapters"]]
+    assert adapted == ["ok", *["adapted"] * 4, "type_error", "no_call"]
+    assert [record.status for record in read_request_log(log)] == [200] * len(STYLES)
 
 
 def test_a_provider_timeout_is_a_provider_error_and_exit_1(tmp_path: Path) -> None:
