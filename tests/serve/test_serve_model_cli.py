@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from mirage.cli import app
 from runtime.serve import read_request_log
-from tests.fakes.openai_server import unused_port
+from tests.fakes.openai_server import FakeOpenAIServer, hang, unused_port
 from tests.serve.support import RECALL_TOOL
 
 
@@ -108,6 +108,25 @@ def test_a_page_of_another_origin_is_refused_by_a_keyless_server(tmp_path: Path)
         plain = httpx.post(url, content=body, headers={"content-type": "text/plain"})
     assert [r.status_code for r in (rebound, direct, as_json, plain)] == [421, 403, 403, 415]
     assert read_request_log(tmp_path / "requests.jsonl") == []  # refused before the endpoint
+
+
+def test_request_timeout_bounds_each_provider_call(tmp_path: Path) -> None:
+    """A provider that never answers: with --request-timeout 0.5 the client hears a 504 after
+    four attempts of half a second (and the backoff between them), not after four of 120 s."""
+    body = {"model": "openai/slow", "messages": [{"role": "user", "content": "x"}]}
+    with FakeOpenAIServer() as provider:
+        provider.push(*(hang(30) for _ in range(4)))
+        args = ("--model", "openai/slow", "--api-base", provider.api_base)
+        with serve_model_process(
+            tmp_path / "requests.jsonl", *args, "--request-timeout", "0.5"
+        ) as url:
+            started = time.monotonic()
+            answer = httpx.post(f"{url}/chat/completions", json=body, timeout=120)
+            elapsed = time.monotonic() - started
+        attempts = len(provider.requests)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (504, "upstream_timeout")
+    assert attempts == 4
+    assert elapsed < 60
 
 
 @pytest.mark.parametrize("key", [" ", "s3cret "])
