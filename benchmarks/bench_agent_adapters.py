@@ -26,7 +26,7 @@ from harness.kit.agents.command import CommandAgent
 from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent
 from harness.kit.agents.transcript import TranscriptSource
 from harness.kit.attribution import AttributedAgent
-from harness.mirage.checkpoints import Checkpoint, write_checkpoint
+from harness.mirage.trunk.checkpoints import Checkpoint, write_checkpoint
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session
 from tests.harness.agents_support import TRUNK, AgentServer, chat_app, completion

@@ -49,7 +49,7 @@ from harness.kit.results import ResultsLog
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
 from harness.mirage.run.probing import Probing
-from harness.mirage.trunk import TrunkRunner
+from harness.mirage.trunk.runner import TrunkRunner
 from runtime.backbones.llama.wire import Generated, GenerateRequest
 from runtime.backbones.llama.worker import LlamaWorker
 from runtime.snapshot import load_snapshot, session_hash

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_results
 
 from harness.mirage.config import RunConfig
-from harness.mirage.plan import RunPlan, plan_run
 from harness.mirage.run import MirageRun
+from harness.mirage.run.plan import RunPlan, plan_run
 
 TARGET = 0.05
 

@@ -27,10 +27,10 @@ from bench_runtime import build_session
 
 from harness.kit.agents import BuiltinAgent
 from harness.kit.results import ResultsLog
-from harness.mirage.checkpoints import TrunkConfig, write_checkpoint
-from harness.mirage.probes import plan_probes, run_probes
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.loop import plan_probes, run_probes
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
+from harness.mirage.trunk.checkpoints import TrunkConfig, write_checkpoint
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, Completion
 from runtime.mcp_client import MCPServerConfig, MCPToolset

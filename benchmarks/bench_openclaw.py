@@ -38,8 +38,8 @@ from harness.kit.agents.openclaw.config import ANSWER_MODEL
 from harness.kit.agents.openclaw.gateway import free_port
 from harness.kit.agents.openclaw.harness import OpenClawHarness
 from harness.kit.agents.openclaw.install import require_install
-from harness.mirage.states import PAPER_WINDOW
-from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.trunk.states import PAPER_WINDOW
 from runtime.backbones import Backbone, FunctionBackbone, make_backbone
 
 WINDOW = 16_384

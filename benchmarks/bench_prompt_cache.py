@@ -27,10 +27,10 @@ from bench_runtime import build_session
 
 from harness.kit.agents import BuiltinAgent
 from harness.kit.results import ResultsLog, read_records
-from harness.mirage.checkpoints import write_checkpoint
-from harness.mirage.probes import plan_probes, run_probes
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.loop import plan_probes, run_probes
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
+from harness.mirage.trunk.checkpoints import write_checkpoint
 from runtime.backbones import LiteLLMBackbone
 from tests.fakes.caching_provider import CachingProvider
 

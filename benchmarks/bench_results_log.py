@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import write_results
 
 from harness.kit.results import ResultsLog
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.harness.paper_tables
 
 from harness.kit.results import ResultsLog, read_records  # noqa: E402
-from harness.mirage.aggregate import aggregate  # noqa: E402
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record  # noqa: E402
 from harness.mirage.protocol import PROFILE_NAMES  # noqa: E402
-from harness.mirage.records import ProbeRecord, RecordKey, build_record  # noqa: E402
 from harness.mirage.report import write_report  # noqa: E402
+from harness.mirage.report.aggregate import aggregate  # noqa: E402
 from harness.mirage.scoring import SourceResolver, get_profile, score_reply  # noqa: E402
 from memory_server.workspace import Workspace  # noqa: E402
 from tests.harness.paper_tables import ARTIFACTS, MODELS, Probe, build_probes  # noqa: E402

@@ -11,12 +11,12 @@ After a turn, with EIT the input tokens of the turn's last backbone call (the le
 2. EIT > threshold → compact, keeping ``keep_recent`` tokens verbatim.
 
 The two decisions are asked one by one (``claim_flush``, ``due_compaction``) by anything that
-must follow them without an agent loop: the dry run's token-level trunk (``harness.mirage.replay``)
-asks them, and the compactor's ``summarized_span`` and ``install_summary``, rather than re-deriving
-them. A compaction ends the cycle (``flushed_in_cycle`` is reset). On overflow the policy compacts
-with the normal tail, then half of it, then a quarter on consecutive overflows of the same
-call. A failed compaction is logged and recorded in ``tool_state["compaction_failures"]``;
-it never fails the user's turn (the next turn tries again).
+must follow them without an agent loop: the dry run's token-level trunk
+(``harness.mirage.run.replay``) asks them, and the compactor's ``summarized_span`` and
+``install_summary``, rather than re-deriving them. A compaction ends the cycle (``flushed_in_cycle``
+is reset). On overflow the policy compacts with the normal tail, then half of it, then a quarter on
+consecutive overflows of the same call. A failed compaction is logged and recorded in
+``tool_state["compaction_failures"]``; it never fails the user's turn (the next turn tries again).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
   root ``mirage`` imports every package;
 - inside ``harness``, the kit (``harness.kit``) imports no protocol, and a protocol
   (``harness.mirage``, ``harness.cue``) imports the kit, never the other protocol;
-- no import circles among the modules of one package.
+- no import circles among the modules of one package;
+- inside ``harness.mirage``, the stages of Algorithm 1 and what serves them import downwards only,
+  in the order of ``MIRAGE_STAGES``.
 
 Every module of every package is read with ``ast``, including imports inside functions and under
 ``TYPE_CHECKING``, relative imports, and ``importlib.import_module("…")`` with a literal name.
@@ -258,8 +260,8 @@ def _harness_tree(tmp_path: Path, files: dict[str, str]) -> Path:
             "harness/kit/x.py:2 imports harness.mirage (the kit imports no protocol)",
         ),
         (
-            {"harness/cue/x.py": "from harness.mirage.records import ProbeRecord\n"},
-            "harness/cue/x.py:1 imports harness.mirage.records (harness.cue never imports "
+            {"harness/cue/x.py": "from harness.mirage.probing.records import ProbeRecord\n"},
+            "harness/cue/x.py:1 imports harness.mirage.probing.records (harness.cue never imports "
             "harness.mirage)",
         ),
         (
@@ -278,6 +280,91 @@ def test_a_kit_or_protocol_violation_is_named(
     root = _harness_tree(tmp_path, {**files, "harness/cue/ok.py": "from harness.kit import x\n"})
     problems = harness_layer_problems(root)
     assert len(problems) == 1 and expected in problems[0], problems
+
+
+MIRAGE = "harness.mirage"
+MIRAGE_STAGES = (
+    "protocol",  # the paper's definitions: states, conditions, profiles
+    "scoring",  # ANSWERABLE / SOURCE / ANSWER and the metrics
+    "packs",  # the evidence and its filler
+    "trunk",  # T = plant ⊕ filler and its checkpoints
+    "probing",  # one restore, one probe, one record
+    "references",  # the reference agents that calibrate both axes
+    "costs",
+    "report",  # summary.json, report.md, figures, comparisons
+    "openclaw",  # the real OpenClaw's trunk, probes and options
+    "config",  # RunConfig: every option of mirage run
+    "study",  # study files
+    "strategies",  # what differs per kind of agent
+    "run",  # MirageRun: the stages in order
+    "inspect",  # Inspect's task and logs over finished runs
+)
+"""``harness.mirage``'s sub-packages and root modules, lowest first: each imports only those
+before it (and the kit, and the packages below ``harness``)."""
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    ("harness.mirage.openclaw.run", "harness.mirage.strategies.base"),
+}
+"""Upward imports that exist and are being removed (issue 46, item 2: one direction between the
+run and its strategies); delete an entry once it is gone."""
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != MIRAGE.split(".") or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def stage_problems(root: Path) -> list[str]:
+    """One line per import inside ``harness.mirage`` that goes up the stage order, and per
+    sub-package or root module the order does not place."""
+    graph = import_graph(root, "harness")
+    rank = {stage: n for n, stage in enumerate(MIRAGE_STAGES)}
+    problems = []
+    for module, targets in sorted(graph.items()):
+        stage = _stage(module)
+        if stage is None:
+            continue
+        if stage not in rank:
+            problems.append(f"{module}: {stage} has no place in MIRAGE_STAGES")
+            continue
+        for target, line in targets.items():
+            theirs = _stage(target)
+            upward = theirs in rank and rank[theirs] > rank[stage]
+            if upward and (module, target) not in KNOWN_UPWARD:
+                problems.append(f"{module}:{line} imports {target} ({stage} is below {theirs})")
+    return problems
+
+
+def test_the_stages_of_the_protocol_import_downwards_only() -> None:
+    problems = stage_problems(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_known_upward_import_still_exists() -> None:
+    graph = import_graph(ROOT, "harness")
+    gone = sorted(edge for edge in KNOWN_UPWARD if edge[1] not in graph.get(edge[0], {}))
+    assert not gone, f"{gone} are gone: delete them from KNOWN_UPWARD"
+
+
+def test_the_root_of_the_protocol_holds_at_most_four_modules() -> None:
+    root_modules = sorted(p.name for p in (ROOT / "harness" / "mirage").glob("*.py"))
+    assert len(root_modules) <= 4, root_modules
+
+
+def test_an_upward_stage_import_is_named(tmp_path: Path) -> None:
+    root = _harness_tree(
+        tmp_path,
+        {
+            "harness/mirage/trunk.py": "from harness.mirage import protocol\n",
+            "harness/mirage/protocol.py": "\ndef f():\n    from harness.mirage.trunk import x\n",
+            "harness/mirage/elsewhere.py": "",
+        },
+    )
+    assert stage_problems(root) == [
+        "harness.mirage.elsewhere: elsewhere has no place in MIRAGE_STAGES",
+        "harness.mirage.protocol:3 imports harness.mirage.trunk (protocol is below trunk)",
+    ]
 
 
 def test_an_import_circle_is_named_even_through_a_function(tmp_path: Path) -> None:

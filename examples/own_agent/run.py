@@ -85,7 +85,7 @@ def agent_tool_use(log: Path) -> dict[str, int]:
 
 def compare(results: Path, log: Path) -> str:
     from harness.kit.results import read_records
-    from harness.mirage.records import ProbeRecord
+    from harness.mirage.probing.records import ProbeRecord
 
     used = agent_tool_use(log)
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])

@@ -4,7 +4,7 @@ A ``Provenance`` block goes into ``run.json`` and ``summary.json`` and heads eve
 mirage version and source commit, the pack and question set with their digests, every model
 string with its file digest (an embedded GGUF) or its provider, the scoring, depth profile and
 summary formats, the versions of the libraries that shape a result, Python, and the CPU. The
-protocol packages fill in the study fields (``harness.mirage.provenance``); this module knows
+protocol packages fill in the study fields (``harness.mirage.run.provenance``); this module knows
 the machine and the files. ``differences`` lists the fields where two blocks disagree
 (``mirage report DIR1 DIR2``; a resume that runs on other software).
 

@@ -3,9 +3,8 @@ of its defaults (``mirage run`` reads each option's default from here, so the AP
 command cannot disagree).
 
 Above: ``MirageRun`` and the ``mirage run`` command. Below: the kit's agent factory
-(``agent_spec``) and memory binding, the checks of the options that belong to one named agent
-(``harness.mirage.strategies.options``), the checkpoints' format slugs and the scoring profiles'
-names.
+(``agent_spec``) and memory binding, each named agent's options (``harness.mirage.openclaw.
+options``), the checkpoints' format slugs and the scoring profiles' names.
 """
 
 from __future__ import annotations
@@ -18,11 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from compaction.config import split_format
 from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
+from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
+from harness.mirage.openclaw.options import check_options as check_openclaw_options
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
 from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
+NAMED_AGENTS = (OPENCLAW_AGENT,)
+"""``--agent`` values that name an agent mirage installs and drives with a strategy of its own
+(the others are ``openai:URL`` and ``cmd:COMMAND``)."""
 SCRIPTED_TRUNK_SUMMARIZER = "reference/keep-charts"
 """The summarizer of a scripted trunk given no ``--summarizer``: like the trunk, no model — a
 reference summarizer (``compaction.references``) whose S2 keeps every chart's facts, sends UI
@@ -173,12 +177,12 @@ class RunConfig(BaseModel):
     shard: Shard | None = Field(
         default=None,
         description="Run only shard K of N of the study's probes (K/N); `mirage merge` joins "
-        "the shards (harness.mirage.shards)",
+        "the shards (harness.mirage.run.shards)",
     )
     retry_errors: bool = Field(
         default=False,
         description="Re-run exactly the probes recorded with a provider or agent error, "
-        "replacing their records (harness.mirage.retry)",
+        "replacing their records (harness.mirage.probing.retry)",
     )
 
     @field_validator("shard", mode="before")
@@ -277,13 +281,11 @@ class RunConfig(BaseModel):
                 "--calibration needs the reference agents (its arms are probed by them only): "
                 "add --references, or leave --calibration out"
             )
-        from harness.mirage.strategies.options import NAMED_AGENTS, check_agent_options
-
         if self.agent is not None:
             agent_spec(self.agent, named=NAMED_AGENTS)
         elif self.memory_url or self.agent_model:
             raise ValueError("--memory-url and --agent-model apply only with --agent")
-        check_agent_options(self)
+        check_openclaw_options(self)  # each named agent's options agree with --agent
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
         return self

@@ -1,7 +1,7 @@
 """What tokens cost: prices from litellm's local cost map, and token tallies of probe records.
 
-Above: ``mirage run --dry-run`` (``harness.mirage.plan``) and the run report (``summary.json`` and
-``report.md`` carry tokens and cost per model). Below: ``litellm.get_model_info`` and
+Above: ``mirage run --dry-run`` (``harness.mirage.run.plan``) and the run report (``summary.json``
+and ``report.md`` carry tokens and cost per model). Below: ``litellm.get_model_info`` and
 ``litellm.cost_per_token`` on the price map bundled with litellm (the project sets
 ``LITELLM_LOCAL_MODEL_COST_MAP`` before litellm loads, so nothing is fetched).
 

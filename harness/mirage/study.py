@@ -13,7 +13,7 @@ Every run writes its *resolved* study (``resolved_study``) into its output folde
 (whether the reference agents and the calibration arms run), so ``mirage run --study
 OUT/study.toml`` plans and builds the same run (same probes, same checkpoint family).
 
-Above: ``mirage run --study`` (``mirage.cli.run``) and ``harness.mirage.shards.write_study``,
+Above: ``mirage run --study`` (``mirage.cli.run``) and ``harness.mirage.run.shards.write_study``,
 which writes ``study.toml`` beside ``study.json``. Below: ``RunConfig`` (the fields and their
 checks) and the kit's ``harness.kit.studyfile`` (TOML in and out); nothing heavy is imported, so
 a bad file is refused in well under a second.

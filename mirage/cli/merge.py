@@ -2,7 +2,7 @@
 into one run folder with its report.
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
-``harness.mirage.shards`` (the checks and the merge) and the report writer.
+``harness.mirage.run.shards`` (the checks and the merge) and the report writer.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def merge(
     questions, models, checkpoint hashes, …) are refused with the reason."""
     from harness.kit.results import ResultsLogError
     from harness.kit.rundir import RunFileError
-    from harness.mirage.checkpoints import CheckpointError
-    from harness.mirage.shards import MergeError, merge_shards
+    from harness.mirage.run.shards import MergeError, merge_shards
+    from harness.mirage.trunk.checkpoints import CheckpointError
     from mirage.cli.run import exit_on_failed_probes
 
     try:
@@ -45,7 +45,7 @@ def merge(
         typer.echo(f"report: {files.report}")
     if len(reports) > 1:  # several answerers: their comparison, as `mirage run` writes it
         from harness.kit.results import read_records
-        from harness.mirage.records import ProbeRecord
+        from harness.mirage.probing.records import ProbeRecord
         from harness.mirage.report.compare import write_comparison
 
         folders = [files.report.parent for files in reports]

@@ -17,7 +17,7 @@ import typer
 from mirage.cli.options import WORKSPACE, fail, folder_to_write
 
 if TYPE_CHECKING:
-    from harness.mirage.records import ProbeRecord
+    from harness.mirage.probing.records import ProbeRecord
     from harness.mirage.report import ReportFiles
     from harness.mirage.scoring import ScoringProfile
 
@@ -60,7 +60,7 @@ def _bad_file(exc: Exception) -> typer.Exit:
 
 def _read(directory: Path) -> list[ProbeRecord]:
     from harness.kit.results import RESULTS_FILE, ResultsLogError, read_records
-    from harness.mirage.records import ProbeRecord
+    from harness.mirage.probing.records import ProbeRecord
 
     try:
         return read_records(directory / RESULTS_FILE, ProbeRecord)
@@ -74,10 +74,10 @@ def _rescored(
     directory: Path, records: list[ProbeRecord], profile: ScoringProfile, workspace: Path | None
 ) -> list[ProbeRecord]:
     from harness.kit.rundir import WorkspaceNotFoundError
-    from harness.mirage.checkpoints import workspace_versions
-    from harness.mirage.records import rescore_record
-    from harness.mirage.repath import checkpoint_roots
+    from harness.mirage.probing.records import rescore_record
+    from harness.mirage.probing.repath import checkpoint_roots
     from harness.mirage.scoring.profiles import source_resolvers_for
+    from harness.mirage.trunk.checkpoints import workspace_versions
 
     try:
         resolver_at = source_resolvers_for(directory, profile, workspace)
@@ -99,7 +99,7 @@ def rescore(
     becomes the four-way one, recomputed from its checkpoint when that is still there
     (path_source checkpoint), else kept and marked binary."""
     from harness.kit.results import RESULTS_FILE, ResultsLogError, rewrite_records
-    from harness.mirage.repath import upgrade_paths
+    from harness.mirage.probing.repath import upgrade_paths
 
     profile = _profile(scoring)
     records = _read(directory)
@@ -149,8 +149,8 @@ def _report_one(
 ) -> tuple[list[ProbeRecord], ReportFiles]:
     """Write DIR's report; records of another profile are rescored in memory for it."""
     from harness.kit.rundir import RunFileError
-    from harness.mirage.aggregate import MixedProfilesError
     from harness.mirage.report import write_report
+    from harness.mirage.report.aggregate import MixedProfilesError
 
     records = _read(directory)
     note = None

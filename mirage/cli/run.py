@@ -17,7 +17,7 @@ from rich.progress import ProgressColumn, Task
 from rich.text import Text
 
 from harness.mirage.config import RunConfig, flag_of
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from mirage.cli import run_options as ro
 from mirage.cli.options import EXIT_FAILURE, EXIT_INTERRUPTED, fail
 
@@ -256,7 +256,7 @@ def _print_reports(reports: list[ReportFiles], config: RunConfig) -> None:
 def exit_on_failed_probes(folders: list[Path]) -> None:
     """Name the failed probes (provider and agent errors) of each folder on stderr and exit 1
     while any remain."""
-    from harness.mirage.retry import failures_line, folder_failures
+    from harness.mirage.probing.retry import failures_line, folder_failures
 
     counted = [(folder, folder_failures(folder)) for folder in folders]
     failed = [(folder, summary) for folder, summary in counted if summary.total]
@@ -345,9 +345,9 @@ def _problem(
 
 
 def _plan(config: RunConfig) -> str:
-    from harness.mirage.plan import plan_run, plan_text
     from harness.mirage.run import MirageRun, RunInputError
-    from harness.mirage.trunk import TrunkError
+    from harness.mirage.run.plan import plan_run, plan_text
+    from harness.mirage.trunk.runner import TrunkError
 
     try:
         return plan_text(plan_run(MirageRun(config)))

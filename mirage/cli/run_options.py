@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import FIELD_OF, SCRIPTED_TRUNK_SUMMARIZER, RunConfig
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 from mirage.cli.options import (
     MODEL,
     OUT,

@@ -23,7 +23,7 @@ from harness.kit.agents.openclaw.config import (
 )
 from harness.kit.agents.openclaw.timeouts import ModelTimeouts
 from harness.mirage.config import RunConfig
-from harness.mirage.states import PAPER_WINDOW
+from harness.mirage.trunk.states import PAPER_WINDOW
 
 
 def settings(window: int = 16_384) -> GatewaySettings:

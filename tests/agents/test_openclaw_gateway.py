@@ -25,7 +25,7 @@ from harness.kit.agents.openclaw.gateway import (
 )
 from harness.kit.agents.openclaw.install import OpenClawInstall
 from harness.kit.agents.openclaw.timeouts import ModelTimeouts
-from harness.mirage.states import PAPER_WINDOW
+from harness.mirage.trunk.states import PAPER_WINDOW
 
 FAKE = Path(__file__).parents[1] / "fakes" / "openclaw_gateway.py"
 TOKEN = "t" * 32

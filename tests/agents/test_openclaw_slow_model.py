@@ -24,7 +24,7 @@ import pytest
 from harness.kit.agents.openclaw.install import DEFAULT_OPENCLAW_VERSION, find_install
 from harness.kit.results import read_records
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.run import MirageRun
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, SystemMessage, ToolResultMessage, UserMessage

@@ -29,9 +29,9 @@ from harness.kit.agents.openclaw.state import (
     openclaw_boot,
     session_node,
 )
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.paths import ProbeCall, classify_path
-from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.probing.retrieval_paths import ProbeCall, classify_path
+from harness.mirage.trunk.checkpoints import Checkpoint
+from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT
 from runtime.backbones import FunctionBackbone
 from runtime.serve import RequestRecord
 from runtime.serve.requestlog import LoggedCall, read_request_log

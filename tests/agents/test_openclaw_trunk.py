@@ -14,12 +14,12 @@ from harness.kit.agents.openclaw.state import (
     SessionNode,
     read_openclaw_checkpoint,
 )
-from harness.mirage.checkpoints import TrunkConfig
 from harness.mirage.openclaw.run import load_openclaw_family, openclaw_window
 from harness.mirage.openclaw.trunk import OpenClawTrunk
 from harness.mirage.packs import load_pack
-from harness.mirage.states import scaled_profile
-from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT, TrunkError
+from harness.mirage.trunk.checkpoints import TrunkConfig
+from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT, TrunkError
+from harness.mirage.trunk.states import scaled_profile
 
 
 class FakeOpenClaw:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from runtime.backbones import FunctionBackbone
 from runtime.messages import Message, TextPart, ToolResultMessage, ToolSpec, UserMessage
 from runtime.serve import BackgroundServer, create_app

@@ -18,7 +18,7 @@ import pytest
 
 from examples.own_agent.command_agent import TAG
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from harness.mirage.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
+from harness.mirage.trunk.checkpoints import Checkpoint, TrunkConfig, write_checkpoint
 from runtime.asgi import ReadyServer
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from runtime.session import AgentConfig, Session

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.kit.results import ResultsLog
 from harness.mirage.packs import load_pack
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.scoring import Gold, KnownIdResolver
 from memory_server.calllog import CallLog, CallRecord, now_iso
 

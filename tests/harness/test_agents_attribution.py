@@ -15,8 +15,8 @@ from harness.kit.attribution import (
     CallAttributor,
     compare_reports,
 )
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.paths import ProbeCall, RetrievalPath, classify_path
+from harness.mirage.probing.retrieval_paths import ProbeCall, RetrievalPath, classify_path
+from harness.mirage.trunk.checkpoints import Checkpoint
 from memory_server.calllog import CallLog, CallRecord, now_iso
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.kit.agents.command import CommandAgent, CommandRequest, parse_command
-from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.trunk.checkpoints import Checkpoint
 from tests.harness.agents_support import PROTOCOL_REPLY, make_checkpoint
 
 

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from harness.kit.attribution import AttributionError
 from harness.kit.results import read_records
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report.attribution import ATTRIBUTION_FILE, AttributionSummary
 from harness.mirage.run import MirageRun
 from memory_server.calllog import read_calls

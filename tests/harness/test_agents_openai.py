@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from harness.kit.agents.openai_endpoint import OpenAIEndpointAgent, parse_chat_reply
-from harness.mirage.checkpoints import Checkpoint
+from harness.mirage.trunk.checkpoints import Checkpoint
 from tests.harness.agents_support import (
     PROTOCOL_REPLY,
     AgentServer,

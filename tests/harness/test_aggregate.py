@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from harness.kit.agents.base import ToolCallRecord
-from harness.mirage.aggregate import MixedProfilesError, StateRoles, aggregate
-from harness.mirage.records import ProbeRecord, RecordKey, build_record, provider_error_record
+from harness.mirage.probing.records import (
+    ProbeRecord,
+    RecordKey,
+    build_record,
+    provider_error_record,
+)
+from harness.mirage.report.aggregate import MixedProfilesError, StateRoles, aggregate
 from harness.mirage.scoring import Gold, KnownIdResolver
 
 GOLD_YES = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.mirage.checkpoints import (
+from harness.mirage.trunk.checkpoints import (
     FAMILY_FILE,
     MANIFEST,
     Checkpoint,
@@ -133,7 +133,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     from runtime.messages import UserMessage
     from tests.harness.agents_support import TRUNK, compacted_session
-    from harness.mirage.checkpoints import write_checkpoint
+    from harness.mirage.trunk.checkpoints import write_checkpoint
 
     session = compacted_session()
     for i in range(3000):

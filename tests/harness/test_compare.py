@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from harness.kit.results import ResultsLog, read_records
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.report.compare import (
     ComparisonInputError,
     NotComparableError,

@@ -10,7 +10,7 @@ import pytest
 from harness.kit.agents.base import ProbeUsage
 from harness.kit.results import ResultsLog
 from harness.mirage.costs import TokenTally, cost_of, model_usage
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.report import write_report
 from harness.mirage.scoring import Gold, KnownIdResolver
 

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.references import REFERENCE_MODELS
 from mirage.cli import app
 from runtime.backbones import DEFAULT_MODEL

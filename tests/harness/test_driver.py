@@ -1,4 +1,4 @@
-"""The one trunk driver (``harness.mirage.driver``) against fake steps: when each state is
+"""The one trunk driver (``harness.mirage.trunk.driver``) against fake steps: when each state is
 reached, the reachability stop, progress, and running the dry run's steps without a loop."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from harness.mirage.driver import TrunkDriver, TrunkError, TrunkTurn, run_without_loop
 from harness.mirage.packs import load_pack
-from harness.mirage.states import StateSpec, scaled_profile
+from harness.mirage.trunk.driver import TrunkDriver, TrunkError, TrunkTurn, run_without_loop
+from harness.mirage.trunk.states import StateSpec, scaled_profile
 from runtime.messages import ImagePart
 
 

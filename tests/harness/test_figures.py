@@ -7,8 +7,8 @@ import math
 
 from matplotlib.colors import to_hex
 
-from harness.mirage.aggregate import Aggregate, aggregate
-from harness.mirage.records import RecordKey, build_record
+from harness.mirage.probing.records import RecordKey, build_record
+from harness.mirage.report.aggregate import Aggregate, aggregate
 from harness.mirage.report.figures import (
     cm_minus_c0,
     gc_by_state,

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from harness.mirage.checkpoints import read_checkpoint
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
+from harness.mirage.trunk.checkpoints import read_checkpoint
 from memory_server.workspace import Workspace
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from tests.harness.run_driver import LIMIT
 
 pytestmark = pytest.mark.slow

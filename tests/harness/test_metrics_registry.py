@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.mirage.aggregate import CellSummary, Counts, Diagnostics
-from harness.mirage.metrics import (
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.report.aggregate import CellSummary, Counts, Diagnostics
+from harness.mirage.scoring import ProbeScore
+from harness.mirage.scoring.metrics import (
     ANSWERABLE_ONLY,
     DIAGNOSTICS,
     METRICS,
@@ -16,8 +18,6 @@ from harness.mirage.metrics import (
     get_metric,
     metrics_markdown,
 )
-from harness.mirage.records import ProbeRecord
-from harness.mirage.scoring import ProbeScore
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 
@@ -55,6 +55,6 @@ def test_unknown_metric_is_a_clear_error() -> None:
 
 def test_docs_metrics_table_is_generated_from_the_registry() -> None:
     assert metrics_markdown() in DOC.read_text(encoding="utf-8"), (
-        "docs/metrics.md is out of step with harness/mirage/metrics.py: paste metrics_markdown() "
-        "between its metrics-table markers"
+        "docs/metrics.md is out of step with harness/mirage/scoring/metrics.py: paste "
+        "metrics_markdown() between its metrics-table markers"
     )

@@ -21,8 +21,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from harness.kit.results import read_records
-from harness.mirage.checkpoints import FAMILY_FILE, MANIFEST
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.trunk.checkpoints import FAMILY_FILE, MANIFEST
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 from tests.harness.run_driver import LIMIT

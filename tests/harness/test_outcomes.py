@@ -13,11 +13,11 @@ from harness.kit.agents import BuiltinAgent
 from harness.kit.agents.base import ToolCallRecord
 from harness.kit.agents.context import ContextMessage, ProbeContext
 from harness.kit.results import RESULTS_FILE, read_records
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.probes import ProbeTask, plan_probes, run_probes
-from harness.mirage.records import ProbeRecord, path_fields
-from harness.mirage.retry import failure_summary, probe_target
+from harness.mirage.probing.loop import ProbeTask, plan_probes, run_probes
+from harness.mirage.probing.records import ProbeRecord, path_fields
+from harness.mirage.probing.retry import failure_summary, probe_target
 from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
+from harness.mirage.trunk.checkpoints import Checkpoint
 from runtime.backbones import LiteLLMBackbone
 from tests.fakes.openai_server import FakeOpenAIServer, content_filtered, refused, reply
 from tests.harness.agents_support import make_checkpoint

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from harness.kit.results import RESULTS_FILE, read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from tests.fakes.openai_server import JsonHandler
 
 pytestmark = pytest.mark.slow

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from harness.kit.stats import wilson_interval
-from harness.mirage.aggregate import Aggregate, aggregate
+from harness.mirage.probing.records import RecordKey, build_record
 from harness.mirage.protocol import PROFILE_NAMES, ProfileName
-from harness.mirage.records import RecordKey, build_record
+from harness.mirage.report.aggregate import Aggregate, aggregate
 from harness.mirage.scoring import KnownIdResolver
 from tests.harness.paper_tables import (
     ARTIFACTS,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from compaction.transcript import summary_message
-from harness.mirage.paths import (
+from harness.mirage.probing.retrieval_paths import (
     BootItem,
     ContextMessage,
     ProbeCall,

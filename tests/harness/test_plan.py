@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.mirage.config import RunConfig
-from harness.mirage.plan import plan_run
 from harness.mirage.run import SCRIPTED_TRUNK_WINDOW, MirageRun
-from harness.mirage.states import scaled_profile
+from harness.mirage.run.plan import plan_run
+from harness.mirage.trunk.states import scaled_profile
 from mirage.cli import app
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec

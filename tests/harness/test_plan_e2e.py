@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.mirage.config import RunConfig
-from harness.mirage.plan import plan_run
-from harness.mirage.replay import placeholder_text
 from harness.mirage.run import MirageRun
+from harness.mirage.run.plan import plan_run
+from harness.mirage.run.replay import placeholder_text
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, ToolSpec
 from tests.harness.test_run_e2e import oracle

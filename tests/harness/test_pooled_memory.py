@@ -12,8 +12,8 @@ from pathlib import Path
 
 from harness.kit.agents import BuiltinAgent
 from harness.kit.results import ResultsLog, read_records
-from harness.mirage.probes import plan_probes, run_probes
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.loop import plan_probes, run_probes
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
 from memory_server.calllog import read_calls
 from memory_server.http import HttpServerThread, untagged

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from harness.kit.agents import BuiltinAgent
 from harness.kit.results import ResultsLog, read_records
-from harness.mirage.checkpoints import write_checkpoint
-from harness.mirage.probes import ProbeTask, plan_probes, run_probes
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.loop import ProbeTask, plan_probes, run_probes
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.scoring import Gold, KnownIdResolver, get_profile
+from harness.mirage.trunk.checkpoints import write_checkpoint
 from runtime.backbones import LiteLLMBackbone
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session

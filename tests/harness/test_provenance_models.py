@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
-from harness.mirage.provenance import _models
 from harness.mirage.references import REFERENCE_MODELS
+from harness.mirage.run.provenance import _models
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 from runtime.backbones import DEFAULT_MODEL
 
 

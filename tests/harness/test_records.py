@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from harness.kit.agents.base import ToolCallRecord
 from harness.kit.agents.context import BootItem, ContextMessage, ProbeContext
 from harness.kit.results import ResultsLog, ResultsLogError, read_records, rewrite_records
-from harness.mirage.records import (
+from harness.mirage.probing.records import (
     SCHEMA_VERSION,
     ProbeRecord,
     RecordKey,
@@ -181,7 +181,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from harness.kit.results import ResultsLog
-    from harness.mirage.records import ProbeRecord, RecordKey, build_record
+    from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
     from harness.mirage.scoring import Gold
     gold = Gold(answerable="YES", source="chart_1", answer="42", answer_type="numeric")
     with ResultsLog(sys.argv[1], ProbeRecord) as results:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.mirage.aggregate import aggregate
 from harness.mirage.config import RunConfig
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.protocol import CONDITIONS, PROFILE_NAMES, probe_prompt
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.references import REFERENCE_MODELS, make_reference
 from harness.mirage.references.reading import (
     artifact_ids,
     question_from_probe,
     read_value,
 )
+from harness.mirage.report.aggregate import aggregate
 from harness.mirage.report.instrument import AVAILABLE_NOT_USED, check_markdown, instrument_check
 from harness.mirage.report.overview import overview
 from harness.mirage.scoring import Gold
@@ -171,7 +171,7 @@ def test_the_references_load_no_pack_and_no_scorer() -> None:
     code = (
         "import sys, harness.mirage.references\n"
         "bad = [m for m in sys.modules if m.startswith(('harness.mirage.packs', "
-        "'harness.mirage.scoring', 'harness.mirage.records'))]\n"
+        "'harness.mirage.scoring', 'harness.mirage.probing.records'))]\n"
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -22,7 +22,7 @@ from harness.kit.packsums import write_sums
 from harness.kit.results import read_records
 from harness.mirage.config import RunConfig
 from harness.mirage.packs import load_pack
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.references import REFERENCE_MODELS
 from harness.mirage.run import MirageRun
 from mirage.cli import app

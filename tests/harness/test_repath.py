@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.kit.results import read_records
-from harness.mirage.checkpoints import write_checkpoint
 from harness.mirage.packs import load_pack
-from harness.mirage.records import ProbeRecord
-from harness.mirage.repath import upgrade_paths
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.repath import upgrade_paths
+from harness.mirage.trunk.checkpoints import write_checkpoint
 from runtime.messages import AssistantMessage, UserMessage
 from runtime.session import AgentConfig, Session
 from tests.harness.agents_support import TRUNK

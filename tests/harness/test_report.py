@@ -11,7 +11,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from harness.kit.results import ResultsLog, read_records
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
 from harness.mirage.report import write_report
 from harness.mirage.scoring import Gold, KnownIdResolver
 from mirage.cli.report import register

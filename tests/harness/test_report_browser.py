@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report import write_report
 from harness.mirage.report.compare import result_dirs, write_comparison
 from tests.harness.report_support import UNANSWERABLE_REPLIES, write_result_folder
@@ -148,8 +148,8 @@ async def test_visibility_grid_and_path_evidence_of_a_real_scripted_run(
     from selenium.webdriver.support.ui import Select
 
     from harness.mirage.config import RunConfig
+    from harness.mirage.probing.visibility import VISIBILITY_FILE, VisibilityMap
     from harness.mirage.run import MirageRun
-    from harness.mirage.visibility import VISIBILITY_FILE, VisibilityMap
     from runtime.backbones.scripted import FunctionBackbone
     from tests.harness.test_run_e2e import oracle, summary
 

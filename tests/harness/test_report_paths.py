@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 
 from harness.kit.agents.base import ToolCallRecord
-from harness.mirage.aggregate import aggregate
-from harness.mirage.paths import BootItem, ContextMessage, ProbeContext
-from harness.mirage.records import ProbeRecord, RecordKey, build_record
-from harness.mirage.report import write_report
-from harness.mirage.report.compare import write_comparison
-from harness.mirage.report.tables import paths_table, visibility_grid
-from harness.mirage.scoring import Gold, KnownIdResolver
-from harness.mirage.visibility import (
+from harness.mirage.probing.records import ProbeRecord, RecordKey, build_record
+from harness.mirage.probing.retrieval_paths import BootItem, ContextMessage, ProbeContext
+from harness.mirage.probing.visibility import (
     StateVisibility,
     VisibilityMap,
     artifact_visibility,
     write_visibility,
 )
+from harness.mirage.report import write_report
+from harness.mirage.report.aggregate import aggregate
+from harness.mirage.report.compare import write_comparison
+from harness.mirage.report.tables import paths_table, visibility_grid
+from harness.mirage.scoring import Gold, KnownIdResolver
 
 KEYWORDS = {"chart_1": ("Elmbrook", "Harlow", "28.7"), "chart_2": ("Rosewood", "Ferncliff")}
 RESOLVER = KnownIdResolver(list(KEYWORDS))
@@ -199,9 +199,9 @@ def test_an_openclaw_checkpoint_is_not_available_with_the_reason(tmp_path: Path)
     the OpenClaw strategy's reason its state says so, never a guessed class; a damaged snapshot
     gets its error, with that reason or the default one."""
     from harness.kit.agents.openclaw.state import OpenClawCheckpoint
-    from harness.mirage.checkpoints import Checkpoint, CheckpointManifest
     from harness.mirage.openclaw.run import unreadable_context
-    from harness.mirage.visibility import checkpoint_visibility
+    from harness.mirage.probing.visibility import checkpoint_visibility
+    from harness.mirage.trunk.checkpoints import Checkpoint, CheckpointManifest
     from memory_server.workspace import Workspace
 
     claw = OpenClawCheckpoint(

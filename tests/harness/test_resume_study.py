@@ -15,7 +15,7 @@ import pytest
 from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun, ResumeError
 from harness.mirage.run.resume import FIXED_KEYS, check_same_study
-from harness.mirage.shards import write_study
+from harness.mirage.run.shards import write_study
 
 BASE: dict[str, Any] = {
     "models": ["reference/retriever"],

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from harness.kit.results import RESULTS_FILE, read_records
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
-from harness.mirage.retry import RETRY_FILE
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.retry import RETRY_FILE
 from harness.mirage.run import MirageRun
 from mirage.cli import app
 from runtime.backbones.scripted import FunctionBackbone

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.kit.results import RESULTS_FILE, ResultsLog, ResultsLogError, read_records
-from harness.mirage.records import ProbeRecord, RecordKey
-from harness.mirage.retry import RETRY_FILE, failure_summary, pending_keys, probe_target
+from harness.mirage.probing.records import ProbeRecord, RecordKey
+from harness.mirage.probing.retry import RETRY_FILE, failure_summary, pending_keys, probe_target
 
 KEYS = [RecordKey("S2", "C0", f"q{i}", 0) for i in range(6)]
 FAILED = {KEYS[1], KEYS[4]}
@@ -91,7 +91,7 @@ def test_replace_keeps_the_lock_and_refuses_a_second_writer(tmp_path: Path) -> N
 SWAPPER = """
 import sys
 from harness.kit.results import ResultsLog
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 path, count = sys.argv[1], int(sys.argv[2])
 def version(tag):
     return [ProbeRecord(state="S2", condition="C0", question_id=f"q{i}", repeat=0,

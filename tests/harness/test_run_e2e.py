@@ -15,8 +15,8 @@ from harness.kit.results import read_records
 from harness.kit.rundir import find_workspace
 from harness.mirage.config import RunConfig
 from harness.mirage.packs import load_pack
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.protocol import ProfileName, probe_template
-from harness.mirage.records import ProbeRecord
 from harness.mirage.run import MirageRun, ResumeError
 from mirage.cli import app
 from runtime.backbones.scripted import FunctionBackbone

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.protocol import PROFILE_NAMES, ProfileName
-from harness.mirage.records import ProbeRecord
 from harness.mirage.scoring import Gold, ProbeScore, get_profile, score_reply
 from memory_server.workspace import Workspace
 
@@ -740,7 +740,7 @@ def test_mirage_rescore_gives_the_documented_outcomes(
     from typer.testing import CliRunner
 
     from harness.kit.results import ResultsLog, read_records
-    from harness.mirage.records import RecordKey, build_record
+    from harness.mirage.probing.records import RecordKey, build_record
     from mirage.cli.report import register
 
     with ResultsLog(tmp_path / "results.jsonl", ProbeRecord) as results:

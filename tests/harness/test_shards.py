@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from harness.kit.results import RESULTS_FILE, read_records
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.run import MirageRun, ResumeError
-from harness.mirage.shards import STUDY_FILE, MergeError, Shard, merge_shards
+from harness.mirage.run.shards import STUDY_FILE, MergeError, Shard, merge_shards
 from mirage.cli import app
 from runtime.backbones.scripted import FunctionBackbone
 from tests.harness.test_run_e2e import oracle, summary

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.mirage.states import depth_profile, paper_profile, scaled_profile
-from harness.mirage.trunk import TrunkError, check_states_reachable, compaction_config
+from harness.mirage.trunk.runner import TrunkError, check_states_reachable, compaction_config
+from harness.mirage.trunk.states import depth_profile, paper_profile, scaled_profile
 
 
 def test_paper_and_scaled_coordinates() -> None:

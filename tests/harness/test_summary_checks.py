@@ -3,7 +3,8 @@ retention is checked against the visibility map (harness.mirage.report.summary_c
 
 from __future__ import annotations
 
-from harness.mirage.paths import ContextEvidence
+from harness.mirage.probing.retrieval_paths import ContextEvidence
+from harness.mirage.probing.visibility import ArtifactVisibility, StateVisibility, VisibilityMap
 from harness.mirage.report.formats import FormatSummary
 from harness.mirage.report.summary_checks import (
     check_summary,
@@ -11,7 +12,6 @@ from harness.mirage.report.summary_checks import (
     repetition,
     retention_checks,
 )
-from harness.mirage.visibility import ArtifactVisibility, StateVisibility, VisibilityMap
 
 CHART = ArtifactVisibility(
     visibility="summary_only",

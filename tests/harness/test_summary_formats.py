@@ -17,11 +17,11 @@ import pytest
 from pydantic import ValidationError
 
 from harness.kit.results import read_records
-from harness.mirage.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
 from harness.mirage.config import RunConfig
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report.compare import write_comparison
 from harness.mirage.run import MirageRun, ResumeError, RunInputError
+from harness.mirage.trunk.checkpoints import BRANCH_POINT, base_state, format_slug, read_checkpoint
 from runtime.backbones.scripted import FunctionBackbone
 from runtime.messages import Message, SystemMessage
 from runtime.snapshot import load_snapshot

@@ -13,8 +13,12 @@ from compaction.config import CompactionConfig
 from compaction.flush import flush_records
 from compaction.policy import CompactionPolicy
 from harness.mirage.packs import load_pack
-from harness.mirage.paths import ContextMessage, classify_path, context_from_messages
-from harness.mirage.visibility import (
+from harness.mirage.probing.retrieval_paths import (
+    ContextMessage,
+    classify_path,
+    context_from_messages,
+)
+from harness.mirage.probing.visibility import (
     Note,
     VisibilityMap,
     artifact_visibility,

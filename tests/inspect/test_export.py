@@ -12,7 +12,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report import write_report
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error

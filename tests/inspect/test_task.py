@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report import write_report
 from tests.inspect.support import AGENT_MODEL, command_run, recalls, reply_for, write_agent
 

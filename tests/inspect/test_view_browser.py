@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from tests.harness.report_support import write_result_folder
 from tests.harness.test_report_browser import browser  # noqa: F401  (the Chromium fixture)
 

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.mirage.keywords import derive_keywords, matched, token_set, tokens
 from harness.mirage.packs import Pack, load_pack
 from harness.mirage.packs.pack import BUNDLED_DIR
 from harness.mirage.packs.validate import validate_pack
+from harness.mirage.protocol.keywords import derive_keywords, matched, token_set, tokens
 from mirage.cli import app
 from tests.cli_errors import assert_one_line_error
 from tests.packs import UNLOCKED

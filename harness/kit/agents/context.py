@@ -3,9 +3,9 @@
 files loaded before the query), as plain text a protocol can search.
 
 Above: every adapter (``ProbeReply.context``) and a protocol's retrieval-path classifier
-(MIRAGE's ``harness.mirage.paths``), which re-exports these types. Below: the runtime's typed
-messages (``runtime.messages``), OpenAI-format chat messages, and the compaction summary marker.
-Nothing here knows a protocol or an artifact.
+(MIRAGE's ``harness.mirage.probing.retrieval_paths``), which re-exports these types. Below: the
+runtime's typed messages (``runtime.messages``), OpenAI-format chat messages, and the compaction
+summary marker. Nothing here knows a protocol or an artifact.
 """
 
 from __future__ import annotations

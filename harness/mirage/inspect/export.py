@@ -2,8 +2,8 @@
 
 Above: ``mirage export inspect`` (``mirage.cli.export``). Below: the folder's records, read
 strictly (``harness.kit.results``), the aggregate ``mirage report`` computes from them
-(``harness.mirage.aggregate``: the figures of ``summary.json``), the run's provenance and pack
-(question wording), the record-to-score mapping (``harness.mirage.inspect.scores``), and
+(``harness.mirage.report.aggregate``: the figures of ``summary.json``), the run's provenance and
+pack (question wording), the record-to-score mapping (``harness.mirage.inspect.scores``), and
 Inspect's log API (``inspect_ai.log.write_eval_log``), which writes the file.
 
 One log per answerer folder; one sample per probe (its id the probe's tag
@@ -36,14 +36,14 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput
 from harness.kit.provenance import Provenance, mirage_version
 from harness.kit.results import ResultsLogError, read_records
 from harness.kit.rundir import RunFileError, model_slug
-from harness.mirage.aggregate import aggregate
 from harness.mirage.inspect.scores import SCORER, eval_results, gold_target, record_score
-from harness.mirage.records import SCHEMA_VERSION, ProbeRecord
+from harness.mirage.probing.records import SCHEMA_VERSION, ProbeRecord
+from harness.mirage.probing.visibility import check_visibility, read_visibility
 from harness.mirage.report import run_provenance_of
+from harness.mirage.report.aggregate import aggregate
 from harness.mirage.report.compare import result_dirs
 from harness.mirage.report.html import question_texts
 from harness.mirage.scoring import get_profile
-from harness.mirage.visibility import check_visibility, read_visibility
 
 log = structlog.get_logger(__name__)
 

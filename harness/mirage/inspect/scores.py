@@ -2,8 +2,8 @@
 Inspect results: the one mapping both the export and the ``mirage/probe`` task use.
 
 Above: ``harness.mirage.inspect.export`` and ``harness.mirage.inspect.task``. Below: the probe
-record (``harness.mirage.records``), the aggregate behind ``summary.json``
-(``harness.mirage.aggregate``) and Inspect's ``Score`` / ``EvalScore`` / ``EvalMetric``.
+record (``harness.mirage.probing.records``), the aggregate behind ``summary.json``
+(``harness.mirage.report.aggregate``) and Inspect's ``Score`` / ``EvalScore`` / ``EvalMetric``.
 
 Per probe one score named ``mirage`` whose value maps each indicator (AC SC VC GC WS HR, PF) to
 0/1 or None where it does not apply, and ``path`` to the retrieval path; its metadata holds the
@@ -22,10 +22,10 @@ from typing import Any
 from inspect_ai.log import EvalMetric, EvalResults, EvalScore, HeadlineMetric
 from inspect_ai.scorer import Score
 
-from harness.mirage.aggregate import Aggregate
-from harness.mirage.metrics import PROBE_INDICATORS
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.report.aggregate import Aggregate
 from harness.mirage.scoring import Gold
+from harness.mirage.scoring.metrics import PROBE_INDICATORS
 
 SCORER = "mirage"
 CELL_METRICS = (

@@ -3,7 +3,7 @@
 Above: the ``@task`` registered for ``inspect eval mirage/probe -T run=DIR``
 (``mirage.inspect_tasks``). Below: the run folder's options, pack and checkpoint family
 (``harness.mirage.run.MirageRun``: read, never built here), the probe plan and the records
-(``harness.mirage.probes``: ``plan_probes``, ``record_for``), the restore an agent we did not
+(``harness.mirage.probing.loop``: ``plan_probes``, ``record_for``), the restore an agent we did not
 write receives (``harness.kit.agents.transcript``), the memory server over HTTP and its call
 log attribution (``harness.kit.memory``, ``harness.kit.attribution``), and Inspect.
 
@@ -38,12 +38,12 @@ from harness.kit.attribution import CallAttributor, attributed_reply
 from harness.kit.memory import MemoryEndpoint, memory_endpoint
 from harness.kit.results import ResultsLog
 from harness.kit.rundir import RUN_CONFIG, model_slug, write_workspace_link
-from harness.mirage.aggregate import aggregate
 from harness.mirage.config import RunConfig
 from harness.mirage.inspect.scores import CELL_METRICS, gold_target, record_score
-from harness.mirage.probes import ProbeTask, plan_probes, record_for
-from harness.mirage.provenance import read_run_file
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.loop import ProbeTask, plan_probes, record_for
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.report.aggregate import aggregate
+from harness.mirage.run.provenance import read_run_file
 
 log = structlog.get_logger(__name__)
 
@@ -101,8 +101,8 @@ class ProbeSession:
         atexit.register(self.close)
 
     def _open(self) -> None:
+        from harness.mirage.probing.visibility import write_run_visibility
         from harness.mirage.report.formats import collect_summaries, write_summaries
-        from harness.mirage.visibility import write_run_visibility
 
         self.out.mkdir(parents=True, exist_ok=True)
         index = self.run.prepare_workspace()

@@ -1,7 +1,7 @@
 """The options of ``mirage run`` that belong to OpenClaw, checked with the rest of the run's
 options (``RunConfig``), before any work.
 
-Above: the run strategies' ``check_agent_options`` (``harness.mirage.strategies.options``).
+Above: ``RunConfig``'s check of the named agents' options (``harness.mirage.config``).
 Below: the kit's OpenClaw config loader.
 """
 

@@ -17,7 +17,7 @@ from harness.kit.agents.openclaw.config import config_digest
 from harness.kit.agents.openclaw.errors import OpenClawError
 from harness.kit.agents.openclaw.install import OpenClawInstall
 from harness.kit.agents.openclaw.state import read_openclaw_checkpoint
-from harness.mirage.checkpoints import (
+from harness.mirage.trunk.checkpoints import (
     FAMILY_FILE,
     MANIFEST,
     Checkpoint,
@@ -111,7 +111,7 @@ def unreadable_context(checkpoint: Checkpoint, error: Exception) -> str:
     """Why an OpenClaw checkpoint's active context cannot be read (the visibility map's
     ``unavailable``): it names a session in OpenClaw's own store; any other file keeps its
     error."""
-    from harness.mirage.visibility import snapshot_error
+    from harness.mirage.probing.visibility import snapshot_error
 
     try:
         claw = read_openclaw_checkpoint(checkpoint.snapshot_path)

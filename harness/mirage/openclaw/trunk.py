@@ -1,7 +1,7 @@
 """The trunk replayed through the real OpenClaw gateway, and its checkpoints.
 
 Above: the OpenClaw run strategy (``harness.mirage.strategies.openclaw``). Below: the trunk
-driver (``harness.mirage.driver``: the walk over the pack's turns and when each state is
+driver (``harness.mirage.trunk.driver``: the walk over the pack's turns and when each state is
 reached, as for the built-in trunk) and ``OpenClawHarness``. The pack's planting turns and the
 sampled filler turns go to OpenClaw's session ``trunk`` one by one; the model endpoint answers
 each with its scripted reply, while OpenClaw's own memory flush and compaction summaries go to the
@@ -30,17 +30,17 @@ from harness.kit.agents.openclaw.state import (
     OpenClawCheckpoint,
     copy_memory,
 )
-from harness.mirage.checkpoints import (
+from harness.mirage.packs import Pack
+from harness.mirage.trunk.checkpoints import (
     MANIFEST,
     Checkpoint,
     CheckpointManifest,
     TrunkConfig,
     mark_family_complete,
 )
-from harness.mirage.driver import TrunkDriver, TrunkTurn
-from harness.mirage.packs import Pack
-from harness.mirage.states import DepthProfile, StateSpec
-from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.trunk.driver import TrunkDriver, TrunkTurn
+from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT
+from harness.mirage.trunk.states import DepthProfile, StateSpec
 from memory_server.store import atomic_write_bytes
 
 log = structlog.get_logger(__name__)
@@ -53,7 +53,7 @@ def checkpoint_session(state: str) -> str:
 
 
 class OpenClawTrunk:
-    """OpenClaw's trunk session under the trunk driver (``harness.mirage.driver``): each turn
+    """OpenClaw's trunk session under the trunk driver (``harness.mirage.trunk.driver``): each turn
     through the gateway, and a checkpoint the moment the driver finds a state reached."""
 
     label = "the OpenClaw trunk"

@@ -26,7 +26,6 @@ from harness.kit.packfiles import (
     read_yaml,
 )
 from harness.kit.packsums import SUMS_FILE, write_sums
-from harness.mirage.keywords import MIN_MATCHES
 from harness.mirage.packs.build.assemble import FILLER_SOURCE
 from harness.mirage.packs.pack import Pack, with_keywords
 from harness.mirage.packs.schema import (
@@ -41,6 +40,7 @@ from harness.mirage.packs.schema import (
     QuestionBank,
     confined_path,
 )
+from harness.mirage.protocol.keywords import MIN_MATCHES
 
 ID_KEYS = ("id", "question_id", "qid")
 TEXT_KEYS = ("question", "question_text", "prompt")

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.kit.packfiles import PackFormatError, load_model
 from harness.kit.packsums import PackSumsError, check_sums
-from harness.mirage.keywords import derive_keywords, token_set
 from harness.mirage.packs.filler import FillerTurn, library_texts, sample_filler
 from harness.mirage.packs.resolve import load_data
 from harness.mirage.packs.schema import (
@@ -31,6 +30,7 @@ from harness.mirage.packs.schema import (
     QuestionBank,
     confined_path,
 )
+from harness.mirage.protocol.keywords import derive_keywords, token_set
 from harness.mirage.scoring import Gold
 from runtime.messages import ImagePart, TextPart, UserMessage
 

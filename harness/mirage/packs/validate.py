@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.kit.packfiles import PackFormatError
-from harness.mirage.keywords import keyword_problems
 from harness.mirage.packs.filler import library_texts
 from harness.mirage.packs.pack import Pack, load_pack
 from harness.mirage.packs.resolve import DerivationError, NoSupport, derive, format_answer
 from harness.mirage.packs.schema import Answerability, AnswerType, Question
+from harness.mirage.protocol.keywords import keyword_problems
 
 TITLE_STOPWORDS = frozenset(
     {

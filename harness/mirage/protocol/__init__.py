@@ -6,6 +6,9 @@ nothing but the reply text. Two scoring profiles read replies: ``paper`` (the de
 authors' released scorer does (``harness.mirage.protocol.paper``), ``lenient`` tolerantly
 (``harness.mirage.protocol.lenient``). Parsing is deterministic and never raises on model output: a
 reply that does not carry all three fields is a parse failure (PF) whose reason says why.
+``keywords`` holds the other textual rule the paper's definitions rest on: when a text shows an
+artifact's content (its keywords), not merely its name — what decides R_context and the
+visibility map.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply, RestorePoint, ToolCallRecord
 from harness.kit.agents.transcript import RestoredContext, TranscriptSource
-from harness.mirage.paths import RetrievalPath
+from harness.mirage.probing.retrieval_paths import RetrievalPath
 from harness.mirage.protocol import NONE_VALUE
 from harness.mirage.references.reading import (
     MIN_SHARED,

@@ -1,11 +1,11 @@
 """The run report: ``summary.json``, ``details.json``, ``report.md``, ``report.html``, figures.
 
-Above: ``mirage report DIR`` and the end of ``mirage run``. Below: ``harness.mirage.aggregate``
-over the records of ``DIR/results.jsonl``, and the kit's report building blocks
-(``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus ``failed_probes`` (every
-probe recorded with a provider or agent error, per state and condition: ``harness.mirage.retry``)
-and ``usage``: tokens (input, cached read, cache write, output) and cost per model
-(``harness.mirage.costs``), and with several summary formats ``summary_formats``
+Above: ``mirage report DIR`` and the end of ``mirage run``. Below:
+``harness.mirage.report.aggregate`` over the records of ``DIR/results.jsonl``, and the kit's report
+building blocks (``harness.kit.report``). ``summary.json`` has the shape of issue 7 plus
+``failed_probes`` (every probe recorded with a provider or agent error, per state and condition:
+``harness.mirage.probing.retry``) and ``usage``: tokens (input, cached read, cache write, output)
+and cost per model (``harness.mirage.costs``), and with several summary formats ``summary_formats``
 (``harness.mirage.report.formats``), and when the states start with compaction summaries
 ``summary_checks`` (degenerate summaries flagged) and ``retention_checks`` (reference
 summarizers' declared retention against the visibility map:
@@ -31,10 +31,12 @@ from harness.kit.provenance import (
 )
 from harness.kit.results import read_records
 from harness.kit.rundir import run_config_path
-from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.costs import ModelUsage, model_usage, usage_markdown
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.retry import FailureSummary, failure_summary, failures_section
+from harness.mirage.probing.visibility import check_visibility, read_visibility
 from harness.mirage.report import tables
+from harness.mirage.report.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import (
     check_summaries,
@@ -53,8 +55,6 @@ from harness.mirage.report.summary_checks import (
     retention_markdown,
     summary_checks,
 )
-from harness.mirage.retry import FailureSummary, failure_summary, failures_section
-from harness.mirage.visibility import check_visibility, read_visibility
 
 SUMMARY_FILE = "summary.json"
 DETAILS_FILE = "details.json"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from harness.kit.attribution import ProbeAttribution
 from harness.kit.results import read_records
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 
 ATTRIBUTION_FILE = "attribution.json"
 

@@ -1,8 +1,8 @@
 """Several answerers side by side: ``comparison.md``, ``comparison.json`` and figures.
 
 Above: ``mirage report DIR`` on a run with several answerers, or ``mirage report DIR1 DIR2 …``.
-Below: one ``Aggregate`` per answerer (``harness.mirage.aggregate``), the run's ``run.json`` and the
-records' own depth coordinates.
+Below: one ``Aggregate`` per answerer (``harness.mirage.report.aggregate``), the run's ``run.json``
+and the records' own depth coordinates.
 
 Layout follows the paper (papers/mirage.txt, section 4.2): Table 1 with one block of state rows
 per model, Table 2 with one row per model, per condition. The ranking orders the answerers by
@@ -31,11 +31,10 @@ from harness.kit.report.tables import fmt, markdown_table
 from harness.kit.results import RESULTS_FILE
 from harness.kit.rundir import run_config_path
 from harness.kit.stats import Interval, wilson_interval
-from harness.mirage.aggregate import Aggregate, StateRoles, aggregate
-from harness.mirage.checkpoints import base_state
-from harness.mirage.metrics import DIAGNOSTICS, TABLE1_COLUMNS, get_metric
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.visibility import VisibilityMap, read_visibility
 from harness.mirage.report import tables
+from harness.mirage.report.aggregate import Aggregate, StateRoles, aggregate
 from harness.mirage.report.figures import draw_figures
 from harness.mirage.report.formats import (
     FormatRow,
@@ -59,7 +58,8 @@ from harness.mirage.report.summary_checks import (
     retention_markdown,
     summary_checks,
 )
-from harness.mirage.visibility import VisibilityMap, read_visibility
+from harness.mirage.scoring.metrics import DIAGNOSTICS, TABLE1_COLUMNS, get_metric
+from harness.mirage.trunk.checkpoints import base_state
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"

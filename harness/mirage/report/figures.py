@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.kit.report.figures import new_figure, save_figure
-from harness.mirage.aggregate import Aggregate
-from harness.mirage.checkpoints import FORMAT_SEPARATOR
-from harness.mirage.metrics import FIGURE_DELTAS
+from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.scoring.metrics import FIGURE_DELTAS
+from harness.mirage.trunk.checkpoints import FORMAT_SEPARATOR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

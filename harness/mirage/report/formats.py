@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from harness.kit.report.tables import markdown_table
 from harness.kit.rundir import RunFileError
 from harness.kit.stats import Interval
-from harness.mirage.aggregate import Aggregate
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeRecord
-from harness.mirage.visibility import REWRITE_HINT
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.visibility import REWRITE_HINT
+from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.trunk.checkpoints import Checkpoint
 from runtime.snapshot import validation_problem
 
 SUMMARIES_FILE = "summaries.json"

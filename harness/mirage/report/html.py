@@ -26,9 +26,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import ValidationError
 
 from harness.kit.rundir import run_config_path
-from harness.mirage.aggregate import Aggregate
-from harness.mirage.metrics import PROBE_INDICATORS, get_metric
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.scoring.metrics import PROBE_INDICATORS, get_metric
 
 log = structlog.get_logger(__name__)
 
@@ -255,9 +255,9 @@ def render_html(
     """The page for ``answerers`` (label -> result folder, records, aggregate); ``preface``:
     markdown sections shown above the answerers' (the comparison's overview, the instrument
     check)."""
+    from harness.mirage.probing.retry import failure_summary, failures_table
     from harness.mirage.report import tables
     from harness.mirage.report.formats import format_rows, format_table, read_summaries
-    from harness.mirage.retry import failure_summary, failures_table
 
     probes = []
     sections = []

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from harness.kit.report.tables import markdown_table
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 
 AVAILABLE_NOT_USED = (
     "R_none declared where the harness says R_context: the evidence was in the active context "

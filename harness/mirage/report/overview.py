@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.mirage.aggregate import Aggregate, CellSummary
 from harness.mirage.references import REFERENCE_PREFIX
+from harness.mirage.report.aggregate import Aggregate, CellSummary
 
 RETRIEVER = REFERENCE_PREFIX + "retriever"
 READER = REFERENCE_PREFIX + "context-reader"

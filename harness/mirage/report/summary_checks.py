@@ -12,7 +12,7 @@
   reason the visibility evidence gives.
 
 Above: ``write_report`` and ``write_comparison``. Below: ``summaries.json``
-(``harness.mirage.report.formats``) and ``visibility.json`` (``harness.mirage.visibility``),
+(``harness.mirage.report.formats``) and ``visibility.json`` (``harness.mirage.probing.visibility``),
 both written by ``mirage run`` into each result folder.
 """
 
@@ -27,9 +27,9 @@ from pydantic import BaseModel
 from compaction.config import split_format
 from compaction.references import is_reference_summarizer, reference_spec
 from harness.kit.report.tables import markdown_table
-from harness.mirage.keywords import matched
+from harness.mirage.probing.visibility import ArtifactVisibility, StateVisibility, VisibilityMap
+from harness.mirage.protocol.keywords import matched
 from harness.mirage.report.formats import FormatSummary
-from harness.mirage.visibility import ArtifactVisibility, StateVisibility, VisibilityMap
 
 REPEAT_SHARE = 0.5
 MIN_REPEATS = 8

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.kit.report.tables import DASH, fmt, markdown_table
-from harness.mirage.aggregate import Aggregate, GroundingSummary
-from harness.mirage.metrics import (
+from harness.mirage.probing.retrieval_paths import RETRIEVAL_PATHS
+from harness.mirage.report.aggregate import Aggregate, GroundingSummary
+from harness.mirage.scoring.metrics import (
     DELTA_METRICS,
     DIAGNOSTICS,
     HEADLINE_INTERVALS,
@@ -17,7 +18,6 @@ from harness.mirage.metrics import (
     TABLE1_COLUMNS,
     get_metric,
 )
-from harness.mirage.paths import RETRIEVAL_PATHS
 
 
 def table1(agg: Aggregate) -> str:

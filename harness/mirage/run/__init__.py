@@ -4,7 +4,7 @@ per stage:
 1. ``resume``: the output folder can be resumed; every model still needed exists, has its
    provider's key and, served, an endpoint that answers (``backbones``); then the folder is
    locked, the summarizers named, with a warning when a summary will take several calls
-   (``harness.mirage.summarizers``), and ``run.json`` (options and provenance) and
+   (``harness.mirage.trunk.summarizers``), and ``run.json`` (options and provenance) and
    ``study.json`` written;
 2. ``layout``: what the run is (pack, depth states, summary formats, questions, folders) and the
    pack's workspace W, materialised and indexed;
@@ -73,9 +73,9 @@ class MirageRun(RunLayout):
 
     async def _stages(self) -> list[Path]:
         from harness.kit.outlock import out_lock
-        from harness.mirage.provenance import write_run_config
+        from harness.mirage.run.provenance import write_run_config
         from harness.mirage.run.resume import check_resumable
-        from harness.mirage.shards import write_study
+        from harness.mirage.run.shards import write_study
 
         check_resumable(self, self.family, self.strategy.family(self))
         self.models.check(self.strategy.models_to_check(self))  # exist, keys set, served
@@ -98,10 +98,10 @@ class MirageRun(RunLayout):
     def _say_summarizers(self) -> None:
         """The run's first lines: who writes its compaction summaries, and a warning when the
         first compaction exceeds what one call of a summarizer holds (the dry run's estimate,
-        ``harness.mirage.replay.summarizer_notes``; an estimate that cannot reach every state
+        ``harness.mirage.run.replay.summarizer_notes``; an estimate that cannot reach every state
         says nothing: the trunk itself will say why)."""
-        from harness.mirage.driver import TrunkError
-        from harness.mirage.replay import summarizer_notes
+        from harness.mirage.run.replay import summarizer_notes
+        from harness.mirage.trunk.driver import TrunkError
 
         try:
             notes = summarizer_notes(self)

@@ -23,8 +23,8 @@ def bad_files_reported() -> Iterator[None]:
     from harness.kit.packfiles import PackFormatError
     from harness.kit.results import ResultsLogError
     from harness.kit.rundir import RunFileError
-    from harness.mirage.checkpoints import CheckpointError
     from harness.mirage.packs.schema import PackPathError
+    from harness.mirage.trunk.checkpoints import CheckpointError
 
     try:
         yield

@@ -4,8 +4,8 @@ previous run with the same trunk configuration; every other summary format branc
 compaction states (``S2@<format>``) from the state right before the first compaction.
 
 Above: the ``builtin`` and ``external`` strategies, the resume checks, the dry run. Below: the
-family's files (``harness.mirage.checkpoints``), the trunk runner and branches
-(``harness.mirage.trunk``), the memory server the trunk calls.
+family's files (``harness.mirage.trunk.checkpoints``), the trunk runner and branches
+(``harness.mirage.trunk.runner``), the memory server the trunk calls.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import structlog
 from compaction.config import split_format
 from harness.kit.memory import memory_endpoint
 from harness.kit.rundir import pack_digest
-from harness.mirage.checkpoints import (
+from harness.mirage.run.errors import RunInputError
+from harness.mirage.trunk.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
     Checkpoint,
@@ -30,11 +31,10 @@ from harness.mirage.checkpoints import (
     mark_family_complete,
     read_checkpoint,
 )
-from harness.mirage.run.errors import RunInputError
 
 if TYPE_CHECKING:
     from harness.mirage.run.layout import RunLayout
-    from harness.mirage.trunk import TrunkModels
+    from harness.mirage.trunk.runner import TrunkModels
 
 log = structlog.get_logger(__name__)
 
@@ -136,8 +136,8 @@ class TrunkFamily:
         return shared, branches
 
     async def _branch(self, models: TrunkModels, tools: Any, formats: list[str]) -> Branches:
-        from harness.mirage.checkpoints import read_family_record
-        from harness.mirage.trunk import branch_formats
+        from harness.mirage.trunk.branches import branch_formats
+        from harness.mirage.trunk.checkpoints import read_family_record
         from memory_server.workspace import Workspace
 
         run = self.run
@@ -158,8 +158,8 @@ class TrunkFamily:
         )
 
     def _models(self) -> TrunkModels:
-        from harness.mirage.summarizers import SUMMARIZER_OUTPUT_TOKENS
-        from harness.mirage.trunk import TrunkModels
+        from harness.mirage.trunk.runner import TrunkModels
+        from harness.mirage.trunk.summarizers import SUMMARIZER_OUTPUT_TOKENS
 
         run, config = self.run, self.run.config
         trunk_backbone = None
@@ -191,7 +191,7 @@ class TrunkFamily:
     ) -> tuple[dict[str, Checkpoint], dict[str, Checkpoint]]:
         """The shared trunk compacting with ``summary_format``: the states before the first
         compaction, and that format's compaction states."""
-        from harness.mirage.trunk import PACK_VERSION_TAG, TrunkRunner, build_trunk_agent
+        from harness.mirage.trunk.runner import PACK_VERSION_TAG, TrunkRunner, build_trunk_agent
         from memory_server.workspace import Workspace
 
         run, trunk, family_dir = self.run, self.trunk_config(), self.directory

@@ -3,7 +3,7 @@ from the strategy when ``--window`` is not given), summary formats and calibrati
 state of every (state, format), the chosen questions, the scoring profile and the output folders.
 
 Above: ``MirageRun`` and its stages (``family``, ``probing``, ``resume``), the dry run
-(``harness.mirage.plan``), the provenance. Below: the pack, ``depth_profile``, the strategy
+(``harness.mirage.run.plan``), the provenance. Below: the pack, ``depth_profile``, the strategy
 (``harness.mirage.strategies``), the run's backbones.
 """
 
@@ -13,7 +13,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.mirage.checkpoints import checkpoint_dir_name
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
 from harness.mirage.run.backbones import RunBackbones
@@ -21,6 +20,7 @@ from harness.mirage.run.errors import RunInputError, bad_files_reported
 from harness.mirage.run.progress import RunProgress
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
 from harness.mirage.strategies import RunStrategy, strategy_for
+from harness.mirage.trunk.checkpoints import checkpoint_dir_name
 
 
 def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
@@ -56,7 +56,7 @@ class RunLayout:
         """``backbones`` maps model strings to ready backbones (tests, or callers that build
         their own); every other model string goes through ``make_backbone``."""
         from harness.mirage.packs import load_pack
-        from harness.mirage.states import depth_profile
+        from harness.mirage.trunk.states import depth_profile
 
         self.config = config
         self.strategy: RunStrategy = strategy_for(config)
@@ -163,7 +163,7 @@ class RunLayout:
 
     def prepare_workspace(self) -> Any:
         """The pack's workspace W, materialised once, and its index, synced."""
-        from harness.mirage.trunk import PACK_VERSION_TAG
+        from harness.mirage.trunk.runner import PACK_VERSION_TAG
         from memory_server.index import HybridIndex
         from memory_server.workspace import Workspace
 

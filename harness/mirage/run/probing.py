@@ -5,7 +5,7 @@ beside them the states' compaction summaries (``summaries.json``) and visibility
 (``visibility.json``) for the report.
 
 Above: ``MirageRun`` and the strategies (which make the agent). Below: the probe plan and loop
-(``harness.mirage.probes``), the retry target, the memory endpoint.
+(``harness.mirage.probing.loop``), the retry target, the memory endpoint.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.kit.memory import memory_endpoint
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.records import ProbeRecord, RecordKey
+from harness.mirage.probing.records import ProbeRecord, RecordKey
+from harness.mirage.trunk.checkpoints import Checkpoint
 
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
@@ -44,8 +44,8 @@ class Probing:
         """Every probe of ``agent`` in state-major order, the memory server pinned per state;
         the compaction summaries of the states go to ``summaries.json`` and the visibility map
         of the checkpoints to ``visibility.json``, for the report."""
+        from harness.mirage.probing.visibility import write_run_visibility
         from harness.mirage.report.formats import collect_summaries, write_summaries
-        from harness.mirage.visibility import write_run_visibility
 
         run = self.run
         with memory_endpoint(
@@ -68,15 +68,15 @@ class Probing:
     def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int:
         """How many probes of ``checkpoints`` this run would still run in ``model_dir``: those
         of its shard with no record yet, or with ``--retry-errors`` the failed ones."""
-        from harness.mirage.retry import pending_keys
+        from harness.mirage.probing.retry import pending_keys
 
         planned = self.planned_keys(checkpoints)
         return len(pending_keys(model_dir, planned, self.run.config.retry_errors))
 
     def planned_keys(self, checkpoints: dict[str, Checkpoint]) -> list[RecordKey]:
         """The keys of every probe of this run's shard (the whole plan when unsharded)."""
-        from harness.mirage.probes import plan_probes
-        from harness.mirage.shards import shard_keys
+        from harness.mirage.probing.loop import plan_probes
+        from harness.mirage.run.shards import shard_keys
 
         config = self.run.config
         tasks = plan_probes(checkpoints, self.run.questions(), config.conditions, config.repeats)
@@ -91,8 +91,8 @@ class Probing:
     ) -> None:
         """Every unfinished probe of ``agent``, state by state, ``memory`` pinned per state."""
         from harness.kit.rundir import write_workspace_link
-        from harness.mirage.probes import plan_probes, run_probes
-        from harness.mirage.retry import probe_target
+        from harness.mirage.probing.loop import plan_probes, run_probes
+        from harness.mirage.probing.retry import probe_target
 
         run, config = self.run, self.run.config
         questions = run.questions()
@@ -125,7 +125,7 @@ class Probing:
         """(probes kept, probes planned) over this run's result folders, as the results logs
         hold them now: what an interrupted run says it kept (checkpoints not needed)."""
         from harness.kit.results import RESULTS_FILE, read_records
-        from harness.mirage.shards import shard_slice
+        from harness.mirage.run.shards import shard_slice
 
         run, config = self.run, self.run.config
         questions = run.questions()

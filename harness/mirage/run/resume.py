@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.kit.results import RESULTS_FILE, read_records
 from harness.mirage.config import STUDY_FILE_ONLY, flag_of
-from harness.mirage.records import ProbeRecord
+from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.run.errors import ResumeError
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def check_resumable(run: RunLayout, family: TrunkFamily, family_id: str | None) -> None:
     """Refuse to resume result folders scored under another profile (their prompts differ
     too, so the records would not be comparable) or whose S2 came from another format."""
-    from harness.mirage.shards import shard_conflict
+    from harness.mirage.run.shards import shard_conflict
 
     conflict = shard_conflict(run.out, run.config.shard)
     if conflict is not None:
@@ -55,7 +55,7 @@ FIXED_KEYS = (
     "probe_max_output_tokens",
     "adapters",
 )
-"""Study keys (``harness.mirage.shards.study_file``) that define a run folder's checkpoints or
+"""Study keys (``harness.mirage.run.shards.study_file``) that define a run folder's checkpoints or
 records: a resume keeps each of them."""
 
 AGENT_KEYS = ("agent_kind", "agent_model")
@@ -71,7 +71,7 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
     anything else is refused in one line naming the option with both values. Answerers may
     change (``--model``, an ``openai:``/``cmd:`` agent): each has its own folder; an agent that
     builds its own trunk may not (``AGENT_KEYS``)."""
-    from harness.mirage.shards import earlier_study, study_file
+    from harness.mirage.run.shards import earlier_study, study_file
 
     try:
         earlier = earlier_study(run.out)
@@ -100,7 +100,7 @@ def check_same_study(run: RunLayout, family_id: str | None) -> None:
 
 
 def _check_trunk_agent(run: RunLayout, before: dict[str, Any], after: dict[str, Any]) -> None:
-    from harness.mirage.strategies.options import NAMED_AGENTS
+    from harness.mirage.config import NAMED_AGENTS
 
     if before.get("agent_kind") not in NAMED_AGENTS and after["agent_kind"] not in NAMED_AGENTS:
         return
@@ -184,7 +184,7 @@ def _check_family_read_back(family: TrunkFamily, recorded: dict[Path, list[Probe
     """A finished family is read back (strictly, each checkpoint against what names it)
     before anything is written, and the records already probed on it must name its
     checkpoints: a checkpoint replaced since (hashes and all) is refused, not probed."""
-    from harness.mirage.checkpoints import FAMILY_FILE
+    from harness.mirage.trunk.checkpoints import FAMILY_FILE
 
     if not (family.directory / FAMILY_FILE).is_file():
         return

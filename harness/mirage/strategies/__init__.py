@@ -1,11 +1,10 @@
-"""One run strategy per kind of agent (``base``: the contract); ``strategy_for`` picks one
-(``options``: the named agents and their option checks)."""
+"""One run strategy per kind of agent (``base``: the contract); ``strategy_for`` picks one."""
 
 from __future__ import annotations
 
 from harness.mirage.config import RunConfig
+from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
 from harness.mirage.strategies.base import RunStages, RunStrategy
-from harness.mirage.strategies.options import OPENCLAW_AGENT
 
 __all__ = ["RunStages", "RunStrategy", "strategy_for"]
 

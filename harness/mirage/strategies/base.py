@@ -3,8 +3,8 @@
 Above: ``harness.mirage.run.MirageRun``, which keeps the protocol's order (resumable? models
 exist? lock, ``run.json``, ``study.json``, workspace and index, checkpoints, probes, reports) and
 asks its strategy — picked once from the configuration by ``harness.mirage.strategies.
-strategy_for`` — at each step where the kinds differ; the dry run (``harness.mirage.plan``) asks it
-which answerers it prices. Below, one module per kind:
+strategy_for`` — at each step where the kinds differ; the dry run (``harness.mirage.run.plan``) asks
+it which answerers it prices. Below, one module per kind:
 
 - ``builtin``: mirage's own runtime answers (the embedded model, litellm models, the reference
   agents ``reference/*``) on the trunk family mirage builds or reuses;
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
     from harness.kit.memory import MemoryEndpoint
-    from harness.mirage.checkpoints import Checkpoint, TrunkConfig
     from harness.mirage.config import RunConfig
     from harness.mirage.packs import Pack
-    from harness.mirage.states import DepthProfile
+    from harness.mirage.trunk.checkpoints import Checkpoint, TrunkConfig
+    from harness.mirage.trunk.states import DepthProfile
 
 
 class Backbones(Protocol):

@@ -17,7 +17,7 @@ from harness.mirage.strategies.base import RunStages
 from harness.mirage.strategies.own_trunk import OwnTrunk
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 
 class BuiltinStrategy(OwnTrunk):

@@ -27,7 +27,7 @@ from harness.mirage.strategies.base import Backbones, RunStages
 if TYPE_CHECKING:
     from harness.kit.agents.openclaw.harness import OpenClawHarness
     from harness.kit.memory import MemoryEndpoint
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 log = structlog.get_logger(__name__)
 
@@ -67,12 +67,12 @@ class OpenClawStrategy:
         from harness.kit.agents.openclaw.gateway import free_port
         from harness.kit.agents.openclaw.install import require_install
         from harness.kit.memory import memory_endpoint
-        from harness.mirage.checkpoints import discard_unfinished_family, family_lock
         from harness.mirage.openclaw.run import (
             answering_backbone,
             load_openclaw_family,
             openclaw_trunk,
         )
+        from harness.mirage.trunk.checkpoints import discard_unfinished_family, family_lock
 
         config = self.config
         install = require_install()
@@ -120,7 +120,7 @@ class OpenClawStrategy:
         user: dict[str, Any] | None,
     ) -> OpenClawHarness:
         from harness.kit.agents.openclaw.harness import OpenClawHarness
-        from harness.mirage.states import PAPER_WINDOW
+        from harness.mirage.trunk.states import PAPER_WINDOW
 
         return OpenClawHarness(
             install,
@@ -150,7 +150,7 @@ class OpenClawStrategy:
         """Through the open gateway; nothing when ``checkpoints`` found every probe recorded."""
         from harness.kit.agents.openclaw.agent import OpenClawAgent, OpenClawAttributedAgent
         from harness.mirage.openclaw.run import unreadable_context
-        from harness.mirage.visibility import write_run_visibility
+        from harness.mirage.probing.visibility import write_run_visibility
 
         model_dir = self.result_dir(run.out, answerer)
         if self._gateway is None:

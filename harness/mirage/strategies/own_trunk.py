@@ -12,12 +12,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from compaction.config import split_format
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.strategies.base import Backbones, RunStages
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 
 if TYPE_CHECKING:
-    from harness.mirage.checkpoints import Checkpoint
+    from harness.mirage.trunk.checkpoints import Checkpoint
 
 SCRIPTED_TRUNK_WINDOW = 8192
 

@@ -11,7 +11,6 @@ from typing import Any
 import yaml
 
 from harness.kit.packfiles import load_model, write_text
-from harness.mirage.keywords import MIN_MATCHES
 from harness.mirage.packs.build.render import canonical_json
 from harness.mirage.packs.pack import Pack, with_keywords
 from harness.mirage.packs.schema import (
@@ -26,6 +25,7 @@ from harness.mirage.packs.schema import (
     Question,
     QuestionBank,
 )
+from harness.mirage.protocol.keywords import MIN_MATCHES
 
 SOURCES = Path(__file__).resolve().parent.parent / "sources"
 FILLER_SOURCE = SOURCES / "filler.yaml"

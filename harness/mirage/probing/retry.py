@@ -16,8 +16,8 @@ old file or the new one) and the side log holding the probes retried so far; the
 or without ``--retry-errors``, first settles that side log into ``results.jsonl`` (the swap is
 idempotent, so a kill between the swap and the side log's removal is harmless).
 
-Above: ``Probing.probe_states`` / ``pending_probes`` (``harness.mirage.run.probing``), the report
-writer and ``mirage run``.
+Above: ``Probing.probe_states`` / ``pending_probes`` (``harness.mirage.run.probing``), the
+report writer and ``mirage run``.
 Below: the kit's results log and ``ProbeRecord``.
 """
 
@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from harness.kit.report.tables import markdown_table
 from harness.kit.results import RESULTS_FILE, ResultsLog, read_records
-from harness.mirage.records import ProbeRecord, RecordKey
+from harness.mirage.probing.records import ProbeRecord, RecordKey
 
 log = structlog.get_logger(__name__)
 

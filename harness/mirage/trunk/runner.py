@@ -1,7 +1,7 @@
 """The trunk conversation T = plant ⊕ filler and checkpoint capture (Algorithm 1, lines 1–2).
 
-Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.driver``: the walk over
-the pack's turns and when each state is reached), the runtime agent loop with compaction
+Above: ``harness.mirage.run``. Below: the trunk driver (``harness.mirage.trunk.driver``: the walk
+over the pack's turns and when each state is reached), the runtime agent loop with compaction
 (``CompactionPolicy``) and the memory server's tools; ``TrunkRunner`` is the driver's steps (one
 agent turn, one checkpoint). Planting turns whose assistant reply the pack scripts are
 replayed verbatim (the reply is not generated, usage is a tiktoken estimate); every other
@@ -9,18 +9,16 @@ assistant turn comes from the trunk model — or, with ``trunk_model="scripted"`
 acknowledgement, so one checkpoint family can be shared by every answerer without any model.
 
 Summary formats: the trunk compacts with the run's first format and, right before its first
-compaction (after the memory flush), captures the branch point; ``branch_formats`` gives every
-other format its own compaction states from a fresh restore of that branch point, so the shared
-trunk and its S1 states are built once (the paper's appendix A.2). Each branch runs on the
-workspace as the branch point had it (or as it was before the trunk's flush, when the branch
-writes its own), never on what another branch wrote.
+compaction (after the memory flush), captures the branch point; every other format branches from
+it (``harness.mirage.trunk.branches``), so the shared trunk and its S1 states are built once (the
+paper's appendix A.2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import structlog
 
@@ -28,9 +26,9 @@ from compaction.compactor import Reason
 from compaction.config import CompactionConfig, split_format
 from compaction.flush import FLUSH_STATE_KEY, FlushRecord, flush_records
 from compaction.policy import FAILURES_STATE_KEY, CompactionPolicy
-from compaction.references import REFERENCE_SUMMARIZER_PREFIX
 from compaction.strategies.base import ChunkProgress
-from harness.mirage.checkpoints import (
+from harness.mirage.packs import Pack
+from harness.mirage.trunk.checkpoints import (
     BRANCH_POINT,
     SCRIPTED_TRUNK_MODEL,
     Checkpoint,
@@ -38,16 +36,15 @@ from harness.mirage.checkpoints import (
     discard_unfinished_family,
     write_checkpoint,
 )
-from harness.mirage.driver import TrunkDriver, TrunkError, TrunkTurn
-from harness.mirage.packs import Pack
-from harness.mirage.states import PAPER_WINDOW, DepthProfile, StateSpec
+from harness.mirage.trunk.driver import TrunkDriver, TrunkError, TrunkTurn
+from harness.mirage.trunk.states import PAPER_WINDOW, DepthProfile, StateSpec
 from runtime.agent import Agent
 from runtime.backbones.base import Backbone, Completion
 from runtime.factory import new_session
 from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.profiles import resolve_profile
 from runtime.session import AgentConfig, CompactionRecord, Session, WorkspaceRef
-from runtime.snapshot import load_snapshot, session_bytes, session_from_payload
+from runtime.snapshot import session_bytes, session_from_payload
 from runtime.tokens import estimate_usage
 from runtime.toolset import Toolset
 
@@ -160,7 +157,7 @@ class BranchingPolicy(CompactionPolicy):
 
 
 class TrunkRunner:
-    """The built-in trunk under the trunk driver (``harness.mirage.driver``): takes each turn
+    """The built-in trunk under the trunk driver (``harness.mirage.trunk.driver``): takes each turn
     with the trunk's agent and writes a checkpoint the moment the driver finds a state reached;
     compaction states under ``summary_format`` (the agent's policy's format)."""
 
@@ -289,91 +286,6 @@ class TrunkRunner:
         return {spec.name: self.checkpoints[spec.name] for spec in compaction_states}
 
 
-def flush_writer(summary_format: str, summarizer_model: str) -> str | None:
-    """Who writes the memory flush of a trunk or branch compacting with ``summary_format``
-    (``summarizer_model``: the trunk's summarizer): a reference summarizer's name (it writes
-    its declared notes, ``compaction.references.NoteWriter``), or None for the trunk model's
-    own flush turn."""
-    summarizer = split_format(summary_format)[1] or summarizer_model
-    return summarizer if summarizer.startswith(REFERENCE_SUMMARIZER_PREFIX) else None
-
-
-class WorkspaceVersions(Protocol):
-    """The run's workspace as the branches need it (``memory_server.workspace.Workspace``)."""
-
-    def snapshot(self) -> str: ...
-
-    def checkout(self, version: str) -> None: ...
-
-
-async def branch_formats(
-    branch_point: Checkpoint,
-    formats: Sequence[str],
-    models: TrunkModels,
-    toolset: Toolset | None,
-    pack: Pack,
-    profile: DepthProfile,
-    workspace: WorkspaceVersions,
-    trunk_format: str,
-    on_branch: Callable[[str], None] | None = None,
-    on_chunk: ChunkProgress | None = None,
-) -> dict[str, dict[str, Checkpoint]]:
-    """The compaction states of each format in ``formats``, each from a fresh restore of
-    ``branch_point`` (written next to it, in the same family) on the workspace as the branch
-    point had it: a format whose memory flush is the trunk's (``trunk_format``'s, the format
-    the trunk compacted with) keeps the branch point's workspace version; any other writes its
-    own flush on the version from before the trunk's, in its place. No format sees what
-    another wrote, whatever their order; the working tree is left as it was found.
-    ``on_branch`` is called with each format once its states are written, ``on_chunk`` with
-    each summary's progress."""
-    manifest = branch_point.manifest
-    summarizer = manifest.trunk.summarizer_model
-    trunk_writer = flush_writer(trunk_format, summarizer)
-    found = workspace.snapshot()
-    branches: dict[str, dict[str, Checkpoint]] = {}
-    try:
-        for summary_format in formats:
-            own_flush = manifest.trunk.memory_flush and (
-                flush_writer(summary_format, summarizer) != trunk_writer
-            )
-            workspace.checkout(_branch_base(branch_point, summary_format, own_flush))
-            session = load_snapshot(branch_point.snapshot_path)
-            agent = trunk_agent(
-                session, manifest.trunk, profile, models, toolset, summary_format, on_chunk
-            )
-            runner = TrunkRunner(
-                pack,
-                manifest.trunk,
-                profile,
-                agent,
-                branch_point.directory.parent,
-                workspace.snapshot,
-                summary_format,
-            )
-            runner.position = manifest.trunk_position
-            runner.branched_from = BRANCH_POINT
-            branches[summary_format] = await runner.run_branch(own_flush)
-            log.info("summary_format_branched", summary_format=summary_format, flush=own_flush)
-            if on_branch is not None:
-                on_branch(summary_format)
-    finally:
-        workspace.checkout(found)
-    return branches
-
-
-def _branch_base(branch_point: Checkpoint, summary_format: str, own_flush: bool) -> str:
-    """The workspace version a format's branch starts from (see ``branch_formats``)."""
-    manifest = branch_point.manifest
-    base = manifest.pre_flush_workspace_version if own_flush else manifest.workspace_version
-    if base is None:
-        raise TrunkError(
-            f"summary format {summary_format}: {branch_point.directory} names no workspace "
-            f"version{' from before the memory flush' if own_flush else ''} (a family built by "
-            f"an earlier mirage): delete {branch_point.directory.parent} to rebuild the trunk"
-        )
-    return base
-
-
 class TrunkModels(NamedTuple):
     """The trunk's model (None: scripted replies), the compaction summarizer, and the
     summarizers of formats that name their own (``FORMAT~SUMMARIZER`` → backbone)."""
@@ -450,7 +362,7 @@ def reproducible(session: Session, trunk: TrunkConfig) -> Session:
     """The trunk's session with nothing that differs between two builds of one family: its id
     is the family's and its workspace is named relative to the run folder, so the same trunk
     configuration gives byte-identical checkpoints in any ``--out`` on any machine (the shards
-    of ``mirage run --shard K/N`` rebuild their trunk: ``harness.mirage.shards``)."""
+    of ``mirage run --shard K/N`` rebuild their trunk: ``harness.mirage.run.shards``)."""
     workspace = None if session.workspace is None else WorkspaceRef(path=RUN_WORKSPACE)
     return session.model_copy(
         update={"session_id": f"trunk-{trunk.family_id()}", "workspace": workspace}

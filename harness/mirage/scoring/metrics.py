@@ -39,8 +39,8 @@ def fmt_delta_comp(value: float | None) -> str:
 @dataclass(frozen=True)
 class Metric:
     """One indicator or metric. ``numerator``/``denominator`` name the per-cell counts a rate is
-    computed from (``harness.mirage.aggregate.Counts`` attributes); a rate without them is derived
-    (OG) or not a rate (PF, n, the cross-state diagnostics)."""
+    computed from (``harness.mirage.report.aggregate.Counts`` attributes); a rate without them is
+    derived (OG) or not a rate (PF, n, the cross-state diagnostics)."""
 
     name: str
     scope: Scope

@@ -16,7 +16,7 @@ context rule) and the reports. Below: what an adapter reports the probe had
 (``harness.kit.agents.context``, re-exported here: ``ContextMessage``, ``BootItem``,
 ``ProbeContext``), the probe turn's calls with their results (``ProbeCall``) — and the keyword
 token rule
-(``harness.mirage.keywords``). Every departure from the released rules is listed, with its
+(``harness.mirage.protocol.keywords``). Every departure from the released rules is listed, with its
 reason, in ``docs/metrics.md`` ("The four retrieval paths").
 """
 
@@ -39,7 +39,7 @@ from harness.kit.agents.context import (
     context_from_messages,
 )
 from harness.kit.attribution import RETRIEVAL_TOOLS
-from harness.mirage.keywords import MIN_MATCHES, matched, threshold
+from harness.mirage.protocol.keywords import MIN_MATCHES, matched, threshold
 from memory_server.resolve import IdMentions
 
 __all__ = [

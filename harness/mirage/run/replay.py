@@ -1,17 +1,18 @@
 """The trunk replayed at the token level, without a model: what the dry run estimates every state
-from (``harness.mirage.plan``), and what a run says of its summarizers before it starts.
+from (``harness.mirage.run.plan``), and what a run says of its summarizers before it starts.
 
-``ReplayedTrunk`` walks the pack's turns under the trunk's own driver (``harness.mirage.driver``:
-the same turns, the same capture rules) with the agent loop's prompt, the trunk's compaction
-policy deciding when it flushes and compacts and the compactor which tail it keeps; replies not
-scripted and summaries are stand-ins of their budgets. Each compaction's summary is cut in
-chunks as its format cuts it for the summarizer's window (``CompactionStrategy.chunk_plan``).
-``replay_summaries`` gives each summary format's ``SummaryPlan``; ``summarizer_notes`` the lines
-a run says first (``harness.mirage.summarizers``).
+``ReplayedTrunk`` walks the pack's turns under the trunk's own driver
+(``harness.mirage.trunk.driver``: the same turns, the same capture rules) with the agent loop's
+prompt, the trunk's compaction policy deciding when it flushes and compacts and the compactor which
+tail it keeps; replies not scripted and summaries are stand-ins of their budgets. Each compaction's
+summary is cut in chunks as its format cuts it for the summarizer's window
+(``CompactionStrategy.chunk_plan``). ``replay_summaries`` gives each summary format's
+``SummaryPlan``; ``summarizer_notes`` the lines a run says first
+(``harness.mirage.trunk.summarizers``).
 
-Above: the dry run (``harness.mirage.plan``) and ``MirageRun``'s first stage. Below: the trunk's
-agent configuration and policy (``harness.mirage.trunk``), the driver, the memory server's tool
-descriptions, the summary formats.
+Above: the dry run (``harness.mirage.run.plan``) and ``MirageRun``'s first stage. Below: the trunk's
+agent configuration and policy (``harness.mirage.trunk.runner``), the driver, the memory server's
+tool descriptions, the summary formats.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from compaction.references import is_reference_summarizer
 from compaction.strategies.base import ChunkPlan
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
-from harness.mirage.driver import TrunkDriver, TrunkTurn, run_without_loop
 from harness.mirage.packs import Pack
-from harness.mirage.states import DepthProfile, StateSpec
 from harness.mirage.strategies.base import FamilyStage
 from harness.mirage.strategies.own_trunk import OwnTrunk
-from harness.mirage.summarizers import (
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.trunk.driver import TrunkDriver, TrunkTurn, run_without_loop
+from harness.mirage.trunk.states import DepthProfile, StateSpec
+from harness.mirage.trunk.summarizers import (
     SUMMARIZER_OUTPUT_TOKENS,
     SummaryPlan,
     summary_lines,
@@ -139,7 +140,7 @@ class TrunkReplay:
 
 
 class ReplayedTrunk:
-    """The trunk at the token level, under the trunk driver (``harness.mirage.driver``) as the
+    """The trunk at the token level, under the trunk driver (``harness.mirage.trunk.driver``) as the
     real trunk is: the same messages and the agent loop's prompt; the trunk's own compaction
     policy decides when it flushes and compacts and the compactor which tail it keeps; no
     model (its replies and summaries are stand-ins of their budgets)."""
@@ -157,7 +158,7 @@ class ReplayedTrunk:
         """``summarizer``: the primary format's (its output budget is the summaries' length,
         its window cuts them in chunks); ``counted``: tokens by the trunk model's own count
         (else the tiktoken estimate, which needs neither its tokenizer nor its worker)."""
-        from harness.mirage.trunk import ReplayBackbone, trunk_policy
+        from harness.mirage.trunk.runner import ReplayBackbone, trunk_policy
         from memory_server import tools_specs
         from runtime.agent import Agent
         from runtime.factory import new_session
@@ -208,7 +209,7 @@ class ReplayedTrunk:
         self._after_turn()
 
     def _unscripted_reply(self) -> str:
-        from harness.mirage.trunk import SCRIPTED_ACKNOWLEDGEMENT
+        from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT
 
         return self.reply if self.generated else SCRIPTED_ACKNOWLEDGEMENT
 

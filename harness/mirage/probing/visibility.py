@@ -3,10 +3,10 @@ is — ``verbatim`` in the active context outside the compaction summary, ``summ
 summary is needed to show it), ``notes_only`` (only in the workspace's dated notes, e.g. from
 the memory flush), or ``nowhere``.
 
-The context rule is the retrieval-path classifier's (``harness.mirage.paths``): the artifact's
-image, or at least ``min(2, n)`` distinct content keywords; so an artifact is ``verbatim`` or
-``summary_only`` exactly when a probe about it that made no retrieval call is ``R_context``. The
-notes need the same number of keywords.
+The context rule is the retrieval-path classifier's (``harness.mirage.probing.retrieval_paths``):
+the artifact's image, or at least ``min(2, n)`` distinct content keywords; so an artifact is
+``verbatim`` or ``summary_only`` exactly when a probe about it that made no retrieval call is
+``R_context``. The notes need the same number of keywords.
 
 Above: the run (one ``StateVisibility`` per checkpoint, gathered in a ``VisibilityMap`` and
 written once) and the reports (the state × artifact grid, GC per class). Below: a restored
@@ -24,16 +24,16 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.kit.rundir import RunFileError
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.keywords import MIN_MATCHES, matched, threshold
 from harness.mirage.packs.pack import Pack
-from harness.mirage.paths import (
+from harness.mirage.probing.retrieval_paths import (
     ContextEvidence,
     ContextMessage,
     content_keywords,
     context_evidence,
     context_from_messages,
 )
+from harness.mirage.protocol.keywords import MIN_MATCHES, matched, threshold
+from harness.mirage.trunk.checkpoints import Checkpoint
 from memory_server.workspace import Workspace
 from runtime.session import Session
 from runtime.snapshot import SnapshotError, load_snapshot, validation_problem

@@ -26,18 +26,18 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from harness.kit.stats import Interval, Spread, mean, spread, wilson_interval
-from harness.mirage.metrics import (
+from harness.mirage.probing.records import ProbeRecord
+from harness.mirage.probing.retrieval_paths import RETRIEVAL_PATHS
+from harness.mirage.probing.visibility import VISIBILITY_CLASSES, Visibility, VisibilityMap
+from harness.mirage.protocol import ProfileName
+from harness.mirage.scoring.metrics import (
     DELTA_METRICS,
     PROBE_INDICATORS,
     PROPORTIONS,
     RATE_METRICS,
     get_metric,
 )
-from harness.mirage.paths import RETRIEVAL_PATHS
-from harness.mirage.protocol import ProfileName
-from harness.mirage.records import ProbeRecord
 from harness.mirage.scoring.sources import clean_reference
-from harness.mirage.visibility import VISIBILITY_CLASSES, Visibility, VisibilityMap
 
 GROUNDED, UNGROUNDED = "✓", "×"
 

@@ -2,8 +2,8 @@
 ``mirage merge DIR… --out D`` joining the shards into one run folder.
 
 A shard runs every K-th probe of the study's probe plan (positions ``K-1, K-1+N, …`` of the
-state-major order of ``harness.mirage.probes.plan_probes``), so the N shards partition the plan
-and each holds about 1/N of it whatever the states, conditions and repeats.
+state-major order of ``harness.mirage.probing.loop.plan_probes``), so the N shards partition the
+plan and each holds about 1/N of it whatever the states, conditions and repeats.
 
 The trunk and its checkpoints are *rebuilt on each machine* from the same configuration and
 seed: a scripted trunk (``--trunk-model scripted``) is deterministic, so every shard's
@@ -39,12 +39,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from harness.kit.results import RESULTS_FILE, read_records, rewrite_records
 from harness.kit.rundir import RUN_CONFIG, write_workspace_link
 from harness.mirage.config import RunConfig, Shard
-from harness.mirage.records import ProbeRecord, RecordKey
-from harness.mirage.visibility import VISIBILITY_FILE
+from harness.mirage.probing.records import ProbeRecord, RecordKey
+from harness.mirage.probing.visibility import VISIBILITY_FILE
 from runtime.snapshot import validation_problem
 
 if TYPE_CHECKING:
-    from harness.mirage.probes import ProbeTask
+    from harness.mirage.probing.loop import ProbeTask
     from harness.mirage.report import ReportFiles
 
 log = structlog.get_logger(__name__)
@@ -107,7 +107,7 @@ STUDY_FIELDS = (
 def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyFile:
     from harness.kit.agents.factory import agent_spec
     from harness.kit.rundir import pack_digest
-    from harness.mirage.strategies.options import NAMED_AGENTS
+    from harness.mirage.config import NAMED_AGENTS
 
     study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
     study["summarizer"] = config.summarizer
@@ -292,8 +292,8 @@ def _interleave(
 def _check_shared_files(name: str, shards: Sequence[_Shard]) -> None:
     """The files every shard wrote alike from the same checkpoints (``SHARED_FILES``, of which
     the merge keeps the first shard's) read back strictly, and equal in every shard."""
+    from harness.mirage.probing.visibility import read_visibility
     from harness.mirage.report.formats import read_summaries
-    from harness.mirage.visibility import read_visibility
 
     first = shards[0]
     for reader, file in ((read_summaries, SHARED_FILES[0]), (read_visibility, SHARED_FILES[1])):

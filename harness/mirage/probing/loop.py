@@ -18,16 +18,16 @@ import structlog
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply
 from harness.kit.results import ResultsLog
-from harness.mirage.checkpoints import Checkpoint
-from harness.mirage.protocol import Condition
-from harness.mirage.records import (
+from harness.mirage.probing.records import (
     ProbeRecord,
     RecordKey,
     build_record,
     path_fields,
     provider_error_record,
 )
+from harness.mirage.protocol import Condition
 from harness.mirage.scoring import Gold, ScoringProfile, SourceResolver
+from harness.mirage.trunk.checkpoints import Checkpoint
 
 log = structlog.get_logger(__name__)
 

@@ -12,15 +12,15 @@ sends: the system prompt, the memory server's tool descriptions, the restored hi
 probe question. The history comes from
 
 - the checkpoints, when a finished family of this trunk configuration exists (``checkpoint``);
-- otherwise a token-level replay of the trunk (``estimate``, ``harness.mirage.replay``): the
+- otherwise a token-level replay of the trunk (``estimate``, ``harness.mirage.run.replay``): the
   pack's planting turns, the seeded filler, the trunk's replies (the scripted acknowledgement, or
   for a model trunk a reply that fills its output budget) and a summary that fills the
   summarizer's output budget, walked by the trunk's own driver with the trunk's own compaction
   policy deciding when it flushes and compacts and the compactor which tail it keeps.
 
 The same replay says who writes each summary format's compaction summary and, cut as the format
-cuts it for the summarizer's window, how many calls it takes (``harness.mirage.summarizers``; a
-warning when more than one); a real run says those lines first.
+cuts it for the summarizer's window, how many calls it takes (``harness.mirage.trunk.summarizers``;
+a warning when more than one); a real run says those lines first.
 
 Calls per probe are an assumption (printed): one under C0, two under Cm (one retrieval round
 adding ``TOOL_ROUND_TOKENS`` of call and result). Output is counted at the full budget (an upper
@@ -38,17 +38,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.costs import Cost, TokenTally, cost_of, prices_for
 from harness.mirage.references import is_reference
-from harness.mirage.replay import (
+from harness.mirage.run import MirageRun, bad_files_reported
+from harness.mirage.run.replay import (
     OfferedTools,
     PromptCounter,
     TrunkReplay,
     replay_summaries,
 )
-from harness.mirage.run import MirageRun, bad_files_reported
-from harness.mirage.summarizers import SummaryPlan, summary_lines
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
+from harness.mirage.trunk.summarizers import SummaryPlan, summary_lines
 from runtime.backbones.base import LOCAL_PREFIX, Backbone
 from runtime.messages import Message, ToolSpec, UserMessage
 from runtime.session import Session

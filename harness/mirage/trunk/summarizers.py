@@ -3,7 +3,7 @@ per summary format, its summarizer, the summarizer's window, the tokens the firs
 hands it and, when they exceed what one call holds, the chunks (one call each) its summary
 takes and, for the embedded model, about how long. ``mirage run --dry-run`` prints these lines
 in its plan and a real run says them first, both from the dry run's token-level replay of the
-trunk (``harness.mirage.replay``): the chunks are counted by the summary format's own cutter
+trunk (``harness.mirage.run.replay``): the chunks are counted by the summary format's own cutter
 (``CompactionStrategy.chunk_plan``) on the messages the replay's first compaction summarises.
 
 Above: the dry run's plan, the replay's ``summarizer_notes`` (a run's first lines).

@@ -24,8 +24,12 @@ from harness.kit.agents.base import ProbeUsage, ToolCallRecord
 from harness.kit.agents.context import ProbeContext
 from harness.kit.attribution import RETRIEVAL_TOOLS
 from harness.kit.results import STORED
-from harness.mirage.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
-from harness.mirage.paths import PathEvidence, ProbeCall, RetrievalPath, classify_path
+from harness.mirage.probing.retrieval_paths import (
+    PathEvidence,
+    ProbeCall,
+    RetrievalPath,
+    classify_path,
+)
 from harness.mirage.protocol import DEFAULT_PROFILE, Condition, ParsedResponse, ProfileName
 from harness.mirage.scoring import (
     Gold,
@@ -36,6 +40,7 @@ from harness.mirage.scoring import (
     get_profile,
     score_reply,
 )
+from harness.mirage.scoring.metrics import ANSWERABLE_ONLY, PROBE_INDICATORS, UNANSWERABLE_ONLY
 
 # 1: no scoring profile recorded (scored by what is now ``lenient``); 2: ``scoring`` and
 # ``prompt_template`` recorded with every record; 3: the four-way ``path`` with its

@@ -26,10 +26,10 @@ from harness.kit.provenance import (
     read_provenance,
 )
 from harness.kit.rundir import RUN_CONFIG
-from harness.mirage.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
 from harness.mirage.strategies import strategy_for
+from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 from memory_server.store import atomic_write_bytes
 from runtime.snapshot import validation_problem
 

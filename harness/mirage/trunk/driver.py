@@ -1,10 +1,10 @@
 """The one trunk driver: T = plant ⊕ filler turn by turn, each state captured the moment it is
 reached (papers/mirage.txt, Algorithm 1, lines 1–2).
 
-Above: the built-in trunk (``harness.mirage.trunk.TrunkRunner``), the trunk replayed through
+Above: the built-in trunk (``harness.mirage.trunk.runner.TrunkRunner``), the trunk replayed through
 OpenClaw's gateway (``harness.mirage.openclaw.trunk.OpenClawTrunk``) and the dry run's
-token-level replay (``harness.mirage.replay``). Below: ``TrunkSteps`` — how one turn is taken and
-one state captured, and the trunk's turn count, EIT and compaction count after its last turn.
+token-level replay (``harness.mirage.run.replay``). Below: ``TrunkSteps`` — how one turn is taken
+and one state captured, and the trunk's turn count, EIT and compaction count after its last turn.
 The driver decides nothing else; the steps decide nothing about states.
 
 The walk: every planting turn of the pack, then the ``plant_end`` states; then the seeded filler,
@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from harness.mirage.packs import Pack
 from harness.mirage.packs.pack import PlantedTurn
-from harness.mirage.states import DepthProfile, StateSpec
+from harness.mirage.trunk.states import DepthProfile, StateSpec
 from runtime.messages import ImagePart, UserMessage
 
 MAX_FILLER_TURNS = 5_000

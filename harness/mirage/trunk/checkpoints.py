@@ -12,7 +12,7 @@ The trunk captures ``pre-compaction`` — the session after the memory flush, ri
 compaction — and the compaction states of a format live in ``<state>@<format>/``
 (``S2@free-form/``), each manifest naming its format. The trunk writes the first format's inline;
 any other format is branched later from ``pre-compaction``
-(``harness.mirage.trunk.branch_formats``).
+(``harness.mirage.trunk.branches.branch_formats``).
 
 Durability: the snapshot, then its manifest, are each written to a temporary file, fsynced and
 renamed into place, and ``family.json`` is written the same way only after every checkpoint of
@@ -29,7 +29,7 @@ header (``runtime.snapshot``: a session edited with its byte hash recomputed is 
 name of a snapshot leaves out what differs between two honest builds of one conversation (how
 its calls were served: latencies, cached tokens; ``runtime.session.SERVING_FIELDS``), so shards
 that rebuild one
-trunk against a real summarizer name its checkpoints alike (``harness.mirage.shards``).
+trunk against a real summarizer name its checkpoints alike (``harness.mirage.run.shards``).
 
 A damaged ``family.json`` (truncated, wrong types, unknown fields, values the checkpoints
 contradict) is rebuilt *exactly* from the checkpoints — every field, each checked against the
@@ -67,7 +67,7 @@ FAMILY_FILE = "family.json"
 
 SCRIPTED_TRUNK_MODEL = "scripted"
 """The trunk model that replays fixed assistant replies instead of running a model."""
-FORMAT_SEPARATOR = "@"  # never in a profile's state names (harness.mirage.states)
+FORMAT_SEPARATOR = "@"  # never in a profile's state names (harness.mirage.trunk.states)
 BRANCH_POINT = "pre-compaction"
 """The checkpoint every summary format's compaction states branch from."""
 

@@ -1,13 +1,13 @@
 """``mirage rescore``'s path upgrade: an older record's two-way label (``path_source`` ``binary``)
 becomes the four-way path, recomputed from the checkpoint it was probed from.
 
-Above: ``mirage rescore``. Below: the run's checkpoint folders (``harness.mirage.checkpoints``:
-a record names its checkpoint by ``checkpoint_sha256``), the pack the checkpoint's trunk was
-built from (the gold's artifact keywords), the built-in runtime's view of a restored session
-(``harness.kit.agents.builtin.session_context``: what every adapter restoring a runtime
-snapshot was given) and the record's own tool calls. A record whose checkpoint is gone, is not
-a runtime snapshot (OpenClaw's) or whose pack cannot be loaded keeps its binary label, and the
-count of those is reported.
+Above: ``mirage rescore``. Below: the run's checkpoint folders
+(``harness.mirage.trunk.checkpoints``: a record names its checkpoint by ``checkpoint_sha256``), the
+pack the checkpoint's trunk was built from (the gold's artifact keywords), the built-in runtime's
+view of a restored session (``harness.kit.agents.builtin.session_context``: what every adapter
+restoring a runtime snapshot was given) and the record's own tool calls. A record whose checkpoint
+is gone, is not a runtime snapshot (OpenClaw's) or whose pack cannot be loaded keeps its binary
+label, and the count of those is reported.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import structlog
 from harness.kit.agents.builtin import session_context
 from harness.kit.agents.context import ProbeContext
 from harness.kit.packfiles import PackFormatError
-from harness.mirage.checkpoints import MANIFEST, Checkpoint, CheckpointError, read_checkpoint
 from harness.mirage.packs import Pack, load_pack
-from harness.mirage.records import ProbeRecord, path_fields
+from harness.mirage.probing.records import ProbeRecord, path_fields
 from harness.mirage.scoring import Gold
+from harness.mirage.trunk.checkpoints import MANIFEST, Checkpoint, CheckpointError, read_checkpoint
 from runtime.snapshot import SnapshotCache, SnapshotError
 
 log = structlog.get_logger(__name__)
