@@ -15,8 +15,9 @@ name followed by a call or a JSON object; a recovered call that validates is lab
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from runtime.messages import ToolSpec
 from runtime.parsers.base import ParsedCall, ToolCallParser
@@ -46,6 +47,8 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+MAX_NAMED_ATTEMPTS = 32
+"""How many mentions of an offered tool's name the name-based adapters read per reply."""
 ADAPTER_FAMILIES: tuple[str, ...] = (
     "hermes",
     "qwen3_xml",
@@ -151,7 +154,7 @@ def _via_tool_name_call(text: str, tools: Sequence[ToolSpec]) -> Recovered:
     pattern = _tool_name_pattern(tools, r"\s*\(")
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in pattern.finditer(text) if pattern else ():
+    for match in _first_matches(pattern, text):
         close = find_closing(text, match.end() - 1)
         if close is None:
             continue
@@ -171,7 +174,7 @@ def _via_tool_name_then_json(text: str, tools: Sequence[ToolSpec]) -> Recovered:
     pattern = _tool_name_pattern(tools, r"[^{}]{0,40}?(?=\{)")
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in pattern.finditer(text) if pattern else ():
+    for match in _first_matches(pattern, text):
         try:
             arguments, end = decode_json_at(text, match.end())
         except BodyError:
@@ -181,6 +184,13 @@ def _via_tool_name_then_json(text: str, tools: Sequence[ToolSpec]) -> Recovered:
             calls.append(validate_arguments(match.group(1), arguments, tools, raw=raw))
             spans.append((match.start(), end))
     return Recovered(calls, spans)
+
+
+def _first_matches(pattern: re.Pattern[str] | None, text: str) -> Iterator[re.Match[str]]:
+    """The first ``MAX_NAMED_ATTEMPTS`` matches of ``pattern``: each is read up to its closing
+    bracket, which an unbalanced reply (a small model repeating ``artifact_recall(`` thousands of
+    times) puts at its end, so reading every match would take time quadratic in its length."""
+    return itertools.islice(pattern.finditer(text), MAX_NAMED_ATTEMPTS) if pattern else iter(())
 
 
 def _tool_name_pattern(tools: Sequence[ToolSpec], suffix: str) -> re.Pattern[str] | None:

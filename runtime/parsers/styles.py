@@ -24,6 +24,7 @@ Where this departs from those projects is in docs/parsers.md ("Pseudo-tool style
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,34 +55,48 @@ class Style:
     read: Reader
 
 
-_REACT_KEYWORD = r"\n[ \t]*[*_]*(?:Observation|Thought|Action|Final Answer)\b"
-_REACT = re.compile(
-    r"[*_]*Action\s*\d*\s*[*_]*:[\s*_`]*(?P<name>.*?)[\s*_`]*"
-    r"Action\s*\d*\s*Input\s*\d*\s*[*_]*:[ \t*_]*(?P<input>.*?)"
-    rf"(?={_REACT_KEYWORD}|\Z)",
-    re.DOTALL,
+_REACT_KEYWORD = re.compile(r"\n[ \t]*[*_]*(?:Observation|Thought|Action|Final Answer)\b")
+_REACT_TOKEN = re.compile(
+    r"(?P<input>Action[ \t]*\d*[ \t]*Input[ \t]*\d*[ \t]*[*_]*:[ \t*_]*)"
+    r"|(?P<action>[*_]*Action[ \t]*\d*[ \t]*[*_]*:)"
 )
 _REACT_MARKER = re.compile(
-    r"(?m:^[ \t]*[*_]*Action[ \t]*\d*[ \t]*[*_]*:)"
-    r"|Action\s*\d*\s*:(?s:.*?)Action\s*\d*\s*Input\s*\d*\s*:"
+    r"(?m:^[ \t]*[*_]*Action[ \t]*\d*[ \t]*[*_]*:)|Action[ \t]*\d*[ \t]*Input[ \t]*\d*[ \t]*[*_]*:"
 )
 FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT = "✿FUNCTION✿", "✿ARGS✿", "✿RESULT✿", "✿RETURN✿"
 _FN_NAME = re.compile(rf"{FN_NAME}\s*:")
 _FN_ARGS = re.compile(rf"{FN_ARGS}\s*:")
 _FN_END = re.compile(f"{FN_RESULT}|{FN_EXIT}")
-_TOOL_CODE = re.compile(r"```tool_code[ \t]*\n?(.*?)```|<tool_code>(.*?)</tool_code>", re.DOTALL)
+_TOOL_CODE_OPENER = re.compile(r"```tool_code[ \t]*\n?|<tool_code>")
 _TOOL_CODE_MARKER = re.compile(r"<tool_code>|```tool_code")
 
 
 def read_react(text: str, tools: Sequence[ToolSpec]) -> Recovered:
-    """Every ``Action:`` / ``Action Input:`` pair; the input ends at the next ReAct keyword
-    line (``Observation:``, ``Thought:``, ``Action:``, ``Final Answer:``) or the reply's end."""
+    """Every ``Action:`` / ``Action Input:`` pair (the ``Action:`` nearest before each
+    ``Action Input:``); the input ends at the next ReAct keyword line (``Observation:``,
+    ``Thought:``, ``Action:``, ``Final Answer:``) or the reply's end. One pass over the markers
+    (a reply repeating ``Action:`` thousands of times, as a small model looping does, is read in
+    linear time)."""
+    keywords = [match.start() for match in _REACT_KEYWORD.finditer(text)]
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in _REACT.finditer(text):
-        name = match.group("name").strip().strip("\"'`*_ \t\n")
-        calls.append(_react_call(name, match.group("input").strip(), tools, raw=match.group(0)))
-        spans.append(match.span())
+    action: re.Match[str] | None = None
+    consumed = 0  # the end of the last input: markers inside it are its text
+    for token in _REACT_TOKEN.finditer(text):
+        if token.start() < consumed:
+            continue
+        if token.group("action") is not None:
+            action = token
+            continue
+        if action is None:
+            continue
+        after = bisect.bisect_right(keywords, token.end() - 1)
+        end = keywords[after] if after < len(keywords) else len(text)
+        name = text[action.end() : token.start()].strip().strip("\"'`*_ \t\n")
+        raw = text[action.start() : end]
+        calls.append(_react_call(name, text[token.end() : end].strip(), tools, raw=raw))
+        spans.append((action.start(), end))
+        action, consumed = None, end
     return Recovered(calls, spans)
 
 
@@ -136,13 +151,20 @@ def _qwen_call(name: str, given: str, tools: Sequence[ToolSpec], *, raw: str) ->
 
 
 def read_tool_code(text: str, tools: Sequence[ToolSpec]) -> Recovered:
-    """The Python calls in each ``tool_code`` block."""
+    """The Python calls in each ``tool_code`` block, a block ending at the first closing
+    ```` ``` ```` (or ``</tool_code>``) after its opening; an opening that nothing closes ends the
+    reading (so unclosed openings do not make it quadratic)."""
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in _TOOL_CODE.finditer(text):
-        source = (match.group(1) if match.group(1) is not None else match.group(2)).strip()
-        calls.extend(_code_calls(source, tools))
-        spans.append(match.span())
+    position = 0
+    while (opener := _TOOL_CODE_OPENER.search(text, position)) is not None:
+        closer = "```" if opener.group().startswith("```") else "</tool_code>"
+        close = text.find(closer, opener.end())
+        if close < 0:
+            break
+        calls.extend(_code_calls(text[opener.end() : close].strip(), tools))
+        position = close + len(closer)
+        spans.append((opener.start(), position))
     return Recovered(calls, spans)
 
 

@@ -5,6 +5,7 @@ named, and recovered by the adapters as a person would read them."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -207,6 +208,39 @@ def test_a_style_whose_call_cannot_run_stays_pseudo_tool(
 def test_prose_is_no_call(reply: str) -> None:
     result = parse_reply(reply, TOOLS, family="hermes", adapters=True)
     assert (result.overall, result.pseudo_tool_markers) == ("no_call", ())
+
+
+LOOPING = 5_000  # a small model repeating one marker until its output budget runs out, and more
+
+
+@pytest.mark.parametrize(
+    ("reply", "overall"),
+    [
+        ("Action: x\n" * LOOPING, "pseudo_tool"),
+        ("Action 1: " * LOOPING, "pseudo_tool"),
+        ("Action: artifact_recall Action Input: " * LOOPING, "adapted"),  # the rest as query
+        ('Action: artifact_recall\nAction Input: {"query": "q"}\n' * LOOPING, "adapted"),
+        ("✿FUNCTION✿: artifact_recall\n" * LOOPING, "pseudo_tool"),
+        ("<tool_code>" * LOOPING, "pseudo_tool"),
+        ("```tool_code\n" * LOOPING, "pseudo_tool"),
+        ("artifact_recall(" * LOOPING, "pseudo_tool"),
+    ],
+    ids=["action-lines", "numbered", "one-line-pairs", "pairs", "fn", "tag", "fence", "name"],
+)
+def test_a_reply_repeating_a_marker_is_read_in_linear_time(reply: str, overall: str) -> None:
+    """Each reader passes over the reply once (a regex that looked ahead for a later marker
+    from every earlier one took minutes on 50 KB); quadratic work would take far longer than the
+    bound, which a loaded machine meets with room to spare."""
+    started = time.monotonic()
+    result = parse_reply(reply, TOOLS, family="hermes", adapters=True)
+    assert time.monotonic() - started < 10
+    assert result.overall == overall
+
+
+def test_the_action_nearest_an_input_names_the_tool() -> None:
+    reply = 'Action: let me think\nAction: artifact_recall\nAction Input: {"query": "Q3 revenue"}'
+    result = parse_reply(reply, TOOLS, family="hermes", adapters=True)
+    assert [(c.name, c.arguments) for c in result.calls] == [("artifact_recall", Q)]
 
 
 @pytest.fixture(autouse=True)
