@@ -21,6 +21,7 @@ from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
 from harness.mirage.openclaw.options import check_options as check_openclaw_options
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
+from runtime.asgi import check_binding
 from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
@@ -288,6 +289,8 @@ class RunConfig(BaseModel):
         check_openclaw_options(self)  # each named agent's options agree with --agent
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
+        elif self.memory_token is not None:  # a loopback server, but never a blank key
+            check_binding("127.0.0.1", self.memory_token, token_option="--memory-token")
         return self
 
     @property

@@ -23,6 +23,7 @@ SDK adds its own line naming the refused Host or Origin), never with the body.
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 
 import structlog
 from mcp.server.transport_security import TransportSecurityMiddleware
@@ -39,11 +40,13 @@ JSON_MEDIA_TYPE = "application/json"
 _UNGUARDED_BY_KEY = frozenset({"/health"})
 
 
+@dataclass(frozen=True)
 class Refusal:
     """One refused request: its status, the OpenAI error body's message and code."""
 
-    def __init__(self, status: int, message: str, code: str) -> None:
-        self.status, self.message, self.code = status, message, code
+    status: int
+    message: str
+    code: str
 
     def response(self) -> JSONResponse:
         body = error_body(self.message, "invalid_request_error", code=self.code)

@@ -99,3 +99,9 @@ def test_request_timeout_reaches_the_provider_backbones(monkeypatch: pytest.Monk
     assert served.models.backbone("hosted_vllm/served", 64, **offline).timeout_s == 7.5
     refused = CliRunner().invoke(app, ["run", "--request-timeout", "0"])
     assert_one_line_error(refused, "--request-timeout", exit_code=2)
+
+
+@pytest.mark.parametrize("url", [None, "http://0.0.0.0:8765/mcp", "http://127.0.0.1:8765/mcp"])
+def test_a_blank_memory_token_is_refused_wherever_the_server_listens(url: str | None) -> None:
+    with pytest.raises(ValidationError, match="--memory-token is blank"):
+        RunConfig(agent="cmd:/bin/cat", memory_url=url, memory_token=" ")
