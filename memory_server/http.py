@@ -6,13 +6,13 @@ HTTP session manager and uvicorn.
 
 Routes: ``/mcp`` and ``/t/<tag>/mcp`` (the same endpoint; the tag attributes calls in the call
 log). With a bearer token every route requires ``Authorization: Bearer <token>``; binding to
-anything but loopback without a token is refused.
+anything but loopback without a token is refused, and on loopback a foreign Host or Origin is
+(``runtime.asgi``: the rule every mirage server shares).
 """
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import re
 import threading
 from typing import Any
@@ -20,36 +20,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory_server.server import TAG_HEADER, TAG_PATTERN
-from runtime.asgi import ReadyServer
+from runtime.asgi import ReadyServer, check_binding, is_loopback, loopback_security
 
 MCP_PATH = "/mcp"
 TAGGED_PATH = "/t/{tag}/mcp"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_binding(host: str, token: str | None, token_option: str = "--token") -> None:
-    """Refuse a non-loopback binding without a token; ``token_option`` is the caller's own
-    option that sets the token (named in the error)."""
-    if not is_loopback(host) and not token:
-        raise ValueError(
-            f"refusing to serve on {host} without a bearer token: pass {token_option} (clients "
-            "then send 'Authorization: Bearer <token>'), or bind to 127.0.0.1"
-        )
 
 
 class _GuardMiddleware:
@@ -88,13 +68,7 @@ class _GuardMiddleware:
 def build_http_app(server: MCPServer, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
     """The ASGI app serving ``server`` at ``/mcp`` and ``/t/<tag>/mcp``."""
     check_binding(host, token)
-    security = None
-    if is_loopback(host):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+    security = loopback_security() if is_loopback(host) else None
     app: Starlette = server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=host, transport_security=security
     )

@@ -6,7 +6,7 @@ of questions about the user's earlier artifacts is sent with that tool offered, 
 instruction that requires the tool and once without. Each reply is parsed with the backbone's
 profile parser — with adapters off, on, or both on the same replies — and tabulated per
 backbone: attempted, parsed ok, every failure label, pseudo-tool, adapted, and the share that
-became executable.
+became executable; ``COLUMNS`` says what each column counts (the top of ``compliance.md``).
 """
 
 from __future__ import annotations
@@ -244,23 +244,74 @@ async def run_compliance(
     return ComplianceReport(rows=rows, replies=replies)
 
 
-def render_markdown(rows: Sequence[ComplianceRow]) -> str:
-    header = [
-        "model",
-        "parser",
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("model", "the backbone's model string"),
+    ("parser", "the parser family its replies were read with (`native`: the provider's own calls)"),
+    (
         "adapters",
+        "`on` when the pseudo-tool adapters read the replies (`--adapters both` parses "
+        "the same replies both ways, one row each)",
+    ),
+    (
         "attempted",
-        "ok",
-        "adapted",
+        f"prompts sent: each of the {len(QUESTIONS)} questions once with the tool instruction "
+        f"and once without ({2 * len(QUESTIONS)}; `--n N` sends the first N)",
+    ),
+    ("ok", "replies whose every call could run as written (label `ok`)"),
+    ("adapted", "replies whose calls could run only once an adapter read them (label `adapted`)"),
+    (
         "pseudo_tool",
-        "no_call",
-        *FAILURE_LABELS,
-        "provider_error",
+        "replies with tool-like text in no format the parser reads "
+        "(ReAct `Action:`, Qwen-Agent `✿FUNCTION✿`, a `tool_code` block, `<|im_start|>tool`, …) "
+        "and not recovered as a call that could run",
+    ),
+    ("no_call", "replies with no call and nothing tool-like: an answer or a refusal"),
+    ("marker_bad_body", "replies with a complete call whose body does not decode"),
+    (
+        "wrong_shape",
+        "replies with a call that decodes but not as a call (no name, arguments not an object)",
+    ),
+    ("truncated", "replies that ended inside a call (the output budget ran out)"),
+    ("unknown_tool", "replies calling a tool that was not offered"),
+    ("missing_required", "replies with a call that leaves out a required argument"),
+    ("unexpected_param", "replies with a call passing an argument the tool does not take"),
+    (
+        "type_error",
+        "replies with a call whose argument is of a type the tool's schema does not "
+        'allow (`"k": "5"` for an integer), out of its enum, or not a finite number',
+    ),
+    ("provider_error", "prompts the provider failed on (no reply; each reason in compliance.json)"),
+    (
         "executable",
-        "share_executable",
+        "replies with at least one call that could run (`ok` or `adapted`; a reply "
+        "mixing a good and a bad call counts here and under its failure)",
+    ),
+    ("share_executable", "executable / attempted"),
+    (
         "instructed",
-        "plain",
-    ]
+        "share executable among the prompts whose system prompt requires the tool "
+        f'("{TOOL_INSTRUCTION}")',
+    ),
+    ("plain", "share executable among the prompts that offer the tool without asking for it"),
+)
+"""Every column of the compliance table and what it counts, written at the top of
+``compliance.md`` and in docs/parsers.md ("The compliance table")."""
+
+
+def legend() -> str:
+    """What the table's columns count, as a Markdown list (the top of ``compliance.md``)."""
+    lines = [f"- `{name}`: {meaning}" for name, meaning in COLUMNS]
+    intro = (
+        "Each backbone is sent every question about the user's earlier artifacts twice, with "
+        "`artifact_recall` offered: once told to call it (`instructed`), once not (`plain`). "
+        "Every reply is parsed with the backbone's parser; the label columns count replies by "
+        "their overall label (docs/parsers.md)."
+    )
+    return intro + "\n\n" + "\n".join(lines) + "\n"
+
+
+def render_markdown(rows: Sequence[ComplianceRow]) -> str:
+    header = [name for name, _ in COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         cells = [
@@ -284,10 +335,12 @@ def render_markdown(rows: Sequence[ComplianceRow]) -> str:
 
 
 def write_report(report: ComplianceReport, out_dir: Path) -> tuple[Path, Path]:
-    """``compliance.md`` (the table) and ``compliance.json`` (rows and every reply)."""
+    """``compliance.md`` (what the columns count, then the table) and ``compliance.json`` (rows
+    and every reply)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     markdown = out_dir / "compliance.md"
-    markdown.write_text(render_markdown(report.rows), encoding="utf-8")
+    text = f"# Tool-call compliance\n\n{legend()}\n{render_markdown(report.rows)}"
+    markdown.write_text(text, encoding="utf-8")
     data = out_dir / "compliance.json"
     data.write_text(json.dumps(report.model_dump(mode="json"), indent=1), encoding="utf-8")
     return markdown, data

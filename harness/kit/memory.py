@@ -21,7 +21,8 @@ def memory_binding(url: str, token: str | None) -> tuple[str, int]:
     """Host and port to serve the memory server on for ``--memory-url``."""
     from urllib.parse import urlsplit
 
-    from memory_server.http import MCP_PATH, check_binding
+    from memory_server.http import MCP_PATH
+    from runtime.asgi import check_binding
 
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or parts.port is None:

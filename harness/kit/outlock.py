@@ -17,13 +17,15 @@ from pathlib import Path
 
 import structlog
 
+from harness.kit.paths import folder_problem
+
 log = structlog.get_logger(__name__)
 
 LOCK_FILE = ".mirage-run.lock"
 
 
 class OutLockedError(RuntimeError):
-    """Another live process holds the output folder."""
+    """Another live process holds the output folder, or it cannot be one (a file is there)."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -43,7 +45,11 @@ def _recorded_pid(fd: int) -> int | None:
 @contextmanager
 def out_lock(out: Path) -> Iterator[Path]:
     """Hold ``out``'s run lock for the block; ``OutLockedError`` (one line, with the holder's
-    pid and what to do) when a live process holds it."""
+    pid and what to do) when a live process holds it, or naming what is in the way when ``out``
+    cannot be a folder."""
+    problem = folder_problem(out)
+    if problem is not None:
+        raise OutLockedError(f"the output folder cannot be made: {problem}; give another --out")
     out.mkdir(parents=True, exist_ok=True)
     path = out / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

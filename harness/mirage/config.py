@@ -21,7 +21,8 @@ from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
 from harness.mirage.openclaw.options import check_options as check_openclaw_options
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
 from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL, format_slug
-from runtime.backbones import DEFAULT_MODEL, LOCAL_PREFIX
+from runtime.asgi import check_binding
+from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 
 DEFAULT_LIMIT = 12
 NAMED_AGENTS = (OPENCLAW_AGENT,)
@@ -48,6 +49,7 @@ FIELD_OF = {
     "summarizer": "summarizer_model",
     "summary_format": "summary_formats",
     "agent_timeout": "agent_timeout_s",
+    "request_timeout": "request_timeout_s",
 }
 """Command-line parameters of ``mirage run`` whose ``RunConfig`` field (or study key) is named
 otherwise."""
@@ -143,6 +145,13 @@ class RunConfig(BaseModel):
     )
     adapters: bool = False
     api_base: str | None = None
+    request_timeout_s: float = Field(
+        default=DEFAULT_TIMEOUT_S,
+        gt=0,
+        description="Seconds one call to a litellm model's provider may take before it fails as "
+        "a timeout (retried like other provider failures); defines no record, so a resume may "
+        "change it",
+    )
     window: int | None = Field(
         default=None,
         ge=1024,
@@ -280,6 +289,8 @@ class RunConfig(BaseModel):
         check_openclaw_options(self)  # each named agent's options agree with --agent
         if self.memory_url is not None:
             memory_binding(self.memory_url, self.memory_token)
+        elif self.memory_token is not None:  # a loopback server, but never a blank key
+            check_binding("127.0.0.1", self.memory_token, token_option="--memory-token")
         return self
 
     @property

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, WORKSPACE
+from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, WORKSPACE, folder_to_write
 from runtime.backbones import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -24,7 +24,11 @@ def chat(
     ] = None,
     workspace: Annotated[
         Path,
-        typer.Option(*WORKSPACE, help="Workspace served to the agent by the memory server"),
+        typer.Option(
+            *WORKSPACE,
+            help="Workspace served to the agent by the memory server",
+            callback=folder_to_write,
+        ),
     ] = DEFAULT_WORKSPACE,
     no_tools: Annotated[
         bool, typer.Option("--no-tools", help="Chat without the memory server")

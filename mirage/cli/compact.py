@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mirage.cli.options import EXIT_FAILURE, MAX_OUTPUT_TOKENS, OUT, SUMMARY_FORMAT, aliased, fail
+from mirage.cli.options import (
+    EXIT_FAILURE,
+    MAX_OUTPUT_TOKENS,
+    OUT,
+    SUMMARY_FORMAT,
+    aliased,
+    fail,
+    folder_to_write,
+)
 
 if TYPE_CHECKING:
     from runtime.session import CompactionRecord
@@ -24,7 +32,9 @@ FORMAT_HELP = (
 )
 
 SessionArg = Annotated[Path, typer.Argument(help="Session snapshot file (*.session) to compact.")]
-OutOpt = Annotated[Path, typer.Option(*OUT, help="Directory for the new snapshot.")]
+OutOpt = Annotated[
+    Path, typer.Option(*OUT, help="Directory for the new snapshot.", callback=folder_to_write)
+]
 SummaryFormatOpt = Annotated[str, typer.Option(*SUMMARY_FORMAT, help=FORMAT_HELP)]
 OldFormatOpt = Annotated[str | None, typer.Option("--format", hidden=True)]
 SummarizerOpt = Annotated[

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mirage.cli.options import MODEL, OUT, fail
+from mirage.cli.options import MODEL, OUT, fail, folder_to_write
 
 cue_app = typer.Typer(
     help="CUE-Mem: explicit vs implicit multimodal cues, EI-Gap, stratified bootstrap + Holm.",
@@ -42,7 +42,11 @@ RunModelOption = Annotated[
 RunOutOption = Annotated[Path | None, typer.Option(*OUT, help="Output folder; re-run to resume")]
 RunConfigOption = Annotated[
     Path | None,
-    typer.Option(help="Run config YAML (default harness/cue/data/default-run.yaml)"),
+    typer.Option(
+        help="Run config YAML (default harness/cue/data/default-run.yaml)",
+        exists=True,
+        dir_okay=False,
+    ),
 ]
 StudyOption = Annotated[
     Path | None,
@@ -135,6 +139,7 @@ def _make_run(config_path: Path | None, study: Path | None, **options: Any) -> A
     from harness.cue.config import RunConfigError, load_run_config, load_study
     from harness.cue.run import CueRun
     from harness.kit.packfiles import PackFormatError
+    from harness.kit.paths import folder_problem
     from harness.kit.studyfile import StudyFileError
 
     if config_path is not None and study is not None:
@@ -142,10 +147,18 @@ def _make_run(config_path: Path | None, study: Path | None, **options: Any) -> A
     overrides = _overrides(**options)
     try:
         if study is not None:
-            return CueRun(load_study(study, **overrides))
-        return CueRun(load_run_config(config_path, **overrides))
+            config = load_study(study, **overrides)
+        else:
+            config = load_run_config(config_path, **overrides)
+        run = CueRun(config)
     except (RunConfigError, PackFormatError, StudyFileError) as exc:
         raise fail(str(exc)) from exc
+    out_problem = folder_problem(config.out)
+    if out_problem is not None:
+        source = study or config_path or "the default run config"
+        given_in = "--out" if options.get("out") is not None else f"{source}: out"
+        raise fail(f"{given_in}: {out_problem}")
+    return run
 
 
 def _overrides(
@@ -231,7 +244,10 @@ def validate_command(pack: PackArgument) -> None:
 @cue_app.command("build")
 def build_command(
     out: Annotated[
-        Path | None, typer.Option(*OUT, help="output folder (default: the bundled packs)")
+        Path | None,
+        typer.Option(
+            *OUT, help="output folder (default: the bundled packs)", callback=folder_to_write
+        ),
     ] = None,
     name: Annotated[str, typer.Option(help="pack to build")] = "cue-en",
 ) -> None:
@@ -252,10 +268,11 @@ def import_command(
         Path,
         typer.Argument(
             help="a release file history_with_qa_p*.json, or a "
-            "folder of them (or of caption-level subfolders)"
+            "folder of them (or of caption-level subfolders)",
+            exists=True,
         ),
     ],
-    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write")],
+    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write", callback=folder_to_write)],
     name: Annotated[str, typer.Option(help="pack name")] = "imported",
     image_level: Annotated[
         str,

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from mirage.cli.options import fail
+from mirage.cli.options import fail, folder_to_write
 
 INSPECT_EXTRA = 'pip install -e ".[inspect]"'
 
@@ -35,7 +35,10 @@ def inspect_logs(
             file_okay=False,
         ),
     ],
-    to: Annotated[Path, typer.Option("--to", help="Folder the eval logs are written to")],
+    to: Annotated[
+        Path,
+        typer.Option("--to", help="Folder the eval logs are written to", callback=folder_to_write),
+    ],
 ) -> None:
     """Write one Inspect eval log (.eval) per answerer of each RUN into --to: one sample per
     probe (input the probe prompt, output the reply, the indicators and retrieval path as its

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from mirage.cli.options import WORKSPACE, aliased, fail, workspace_given
+from mirage.cli.options import WORKSPACE, aliased, fail, file_to_write, workspace_given
 
 if TYPE_CHECKING:
     from memory_server.server import MemoryMCPServer
@@ -244,7 +244,7 @@ def calls_command(
     old_workspace: OldWorkspaceArg = None,
     workspace: WorkspaceOpt = None,
     tag: Annotated[str | None, typer.Option(help="Only calls with this tag.")] = None,
-    call_log: Annotated[Path | None, typer.Option(help="Call log path.")] = None,
+    call_log: Annotated[Path | None, typer.Option(help="Call log path.", dir_okay=False)] = None,
 ) -> None:
     """Print the call log (JSON lines)."""
     from memory_server.calllog import read_calls
@@ -268,7 +268,10 @@ DefaultTagOpt = Annotated[
     str | None, typer.Option(help="Attribution tag for calls that carry none (stdio).")
 ]
 ServedCallLogOpt = Annotated[
-    Path | None, typer.Option(help="Call log path (default <workspace>/.mirage/calls.jsonl).")
+    Path | None,
+    typer.Option(
+        help="Call log path (default <workspace>/.mirage/calls.jsonl).", callback=file_to_write
+    ),
 ]
 ServedVersionOpt = Annotated[
     str | None, typer.Option(help="Serve one stored workspace version, read-only.")
@@ -277,7 +280,8 @@ LogFileOpt = Annotated[
     Path | None,
     typer.Option(
         help="Append logs (everything this server writes to stderr) to this file instead "
-        "of stderr, once it is serving; e.g. for a stdio server inside a chat screen."
+        "of stderr, once it is serving; e.g. for a stdio server inside a chat screen.",
+        callback=file_to_write,
     ),
 ]
 
@@ -325,7 +329,7 @@ def _checked_address(http: str, token: str | None) -> tuple[str, int]:
     """``--http HOST:PORT`` parsed, and the binding checked (off loopback only with a token);
     a bad one ends the command as a usage error."""
     host, port = _parse_http(http)
-    from memory_server.http import check_binding
+    from runtime.asgi import check_binding
 
     try:
         check_binding(host, token)

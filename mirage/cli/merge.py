@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from mirage.cli.options import OUT, fail
+from mirage.cli.options import OUT, fail, folder_to_write
 
 
 def merge(
@@ -22,7 +22,10 @@ def merge(
             metavar="DIR...", help="The shards' --out folders", exists=True, file_okay=False
         ),
     ],
-    out: Annotated[Path, typer.Option(*OUT, help="The merged run folder (new or empty)")],
+    out: Annotated[
+        Path,
+        typer.Option(*OUT, help="The merged run folder (new or empty)", callback=folder_to_write),
+    ],
 ) -> None:
     """Join the shards of one study (`mirage run --shard K/N`, every K of one N, same flags)
     into one run folder: results, memory-server call logs, workspace, checkpoints and a report

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +31,11 @@ OUT = ("--out", "-o")
 MAX_OUTPUT_TOKENS = ("--max-output-tokens",)
 SUMMARY_FORMAT = ("--summary-format",)
 FAMILY = ("--family", "-f")
+REQUEST_TIMEOUT = ("--request-timeout",)
+REQUEST_TIMEOUT_HELP = (
+    "Seconds one call to a litellm model's provider may take before it fails as a timeout "
+    "(it is retried like other provider failures); the embedded model has no provider"
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -81,6 +87,30 @@ class OneLineUsageErrors(TyperGroup):
         except click_errors.UsageError as exc:  # a command's options, or a BadParameter it raised
             typer.echo(usage_line(exc), err=True)
             raise typer.Exit(exc.exit_code) from exc
+
+
+def folder_to_write(value: Path | None) -> Path | None:
+    """The callback of an option naming a folder the command creates or writes into
+    (``--out``): a usage error when ``value`` cannot be one (a file, a file on the way to it),
+    before any work starts."""
+    from harness.kit.paths import folder_problem
+
+    return _checked(value, folder_problem)
+
+
+def file_to_write(value: Path | None) -> Path | None:
+    """The callback of an option naming a file the command creates or appends to (``--log``):
+    a usage error when ``value`` cannot be one (a folder, a file on the way to it)."""
+    from harness.kit.paths import file_problem
+
+    return _checked(value, file_problem)
+
+
+def _checked(value: Path | None, problem_of: Callable[[Path], str | None]) -> Path | None:
+    problem = problem_of(value) if value is not None else None
+    if problem is not None:
+        raise typer.BadParameter(problem)
+    return value
 
 
 def deprecated(old: str, new: str) -> None:

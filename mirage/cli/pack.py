@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mirage.cli.options import EXIT_USAGE, OUT, fail
+from mirage.cli.options import EXIT_USAGE, OUT, fail, folder_to_write
 
 pack_app = typer.Typer(
     help="Evidence packs: validate, rebuild the bundled packs, import banks.", no_args_is_help=True
@@ -35,7 +35,10 @@ def validate_command(
 
 @pack_app.command("build")
 def build_command(
-    out: Annotated[Path | None, typer.Option(*OUT, help="output folder (default: bundled)")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(*OUT, help="output folder (default: bundled)", callback=folder_to_write),
+    ] = None,
     name: Annotated[list[str] | None, typer.Option("--name", help="build only these packs")] = None,
 ) -> None:
     """Regenerate the bundled packs from harness/mirage/packs/sources."""
@@ -56,7 +59,7 @@ def build_command(
 def import_command(
     bank: Annotated[Path, typer.Argument(help="reference question bank JSON (base_questions)")],
     artifacts: Annotated[Path, typer.Option("--artifacts", help="folder with the artifact files")],
-    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write")],
+    out: Annotated[Path, typer.Option(*OUT, help="pack folder to write", callback=folder_to_write)],
     name: Annotated[str, typer.Option("--name", help="pack name")] = "imported",
 ) -> None:
     """Turn a reference MIRAGE bank plus your artifact files into a pack (content keywords

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mirage.cli.options import WORKSPACE, fail
+from mirage.cli.options import WORKSPACE, fail, folder_to_write
 
 if TYPE_CHECKING:
     from harness.mirage.probing.records import ProbeRecord
@@ -31,6 +31,8 @@ WorkspaceOption = Annotated[
         *WORKSPACE,
         help="Workspace whose manifest canonicalises SOURCE answers (default: the one the run "
         "used, found through DIR/workspace-link.json, DIR/workspace or ../workspace).",
+        exists=True,
+        file_okay=False,
     ),
 ]
 ScoringOption = Annotated[
@@ -129,6 +131,7 @@ CompareOutOption = Annotated[
         "--compare-out",
         help="Where comparison.md/.json and comparison-figures/ go (default: DIR for one "
         "multi-answerer run, else the folder the DIRs share).",
+        callback=folder_to_write,
     ),
 ]
 AllowIncomparableOption = Annotated[

@@ -195,6 +195,7 @@ def run(
     trunk_model: ro.TrunkModel = ro.DEFAULTS.trunk_model,
     summarizer: ro.Summarizer = None,
     api_base: ro.ApiBase = None,
+    request_timeout: ro.RequestTimeout = ro.DEFAULTS.request_timeout_s,
     adapters: ro.Adapters = ro.DEFAULTS.adapters,
     pack: ro.Pack = ro.DEFAULTS.pack,
     profile: ro.Profile = ro.DEFAULTS.profile,
@@ -310,8 +311,9 @@ def progress_display() -> Any:
 
 def _config(study: Path | None, given: dict[str, Any]) -> RunConfig:
     """The validated run configuration: ``RunConfig``'s defaults, then the study file's keys,
-    then the flags given; a bad file, key or option is one ``error:`` line and exit 2, before
-    any work starts."""
+    then the flags given; a bad file, key or option — or an output folder that cannot be one —
+    is one ``error:`` line and exit 2, before any work starts."""
+    from harness.kit.paths import folder_problem
     from harness.mirage.study import StudyError, read_study
 
     try:
@@ -320,10 +322,15 @@ def _config(study: Path | None, given: dict[str, Any]) -> RunConfig:
         raise fail(str(exc)) from exc
     fields = {**from_file, **given}
     try:
-        return RunConfig(**fields)
+        config = RunConfig(**fields)
     except ValidationError as exc:
         problems = (_problem(error, from_file, given, study) for error in exc.errors())
         raise fail("; ".join(problems)) from exc
+    out_problem = folder_problem(config.out)
+    if out_problem is not None:
+        error = {"msg": out_problem, "loc": ("out",)}
+        raise fail(_problem(error, from_file, given, study))
+    return config
 
 
 def _problem(

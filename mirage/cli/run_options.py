@@ -18,7 +18,13 @@ import typer
 
 from harness.mirage.config import FIELD_OF, SCRIPTED_TRUNK_SUMMARIZER, RunConfig
 from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
-from mirage.cli.options import MODEL, OUT, SUMMARY_FORMAT
+from mirage.cli.options import (
+    MODEL,
+    OUT,
+    REQUEST_TIMEOUT,
+    REQUEST_TIMEOUT_HELP,
+    SUMMARY_FORMAT,
+)
 
 DEFAULTS = RunConfig.model_construct()
 """``RunConfig``'s defaults (unvalidated, nothing else set): the API and the command share them."""
@@ -85,6 +91,9 @@ ApiBase = Annotated[
         help="Base URL for non-local models (OpenAI-compatible); checked to answer before the "
         "run starts",
     ),
+]
+RequestTimeout = Annotated[
+    float, _option(*REQUEST_TIMEOUT, panel=MODEL_PANEL, min=0.1, help=REQUEST_TIMEOUT_HELP)
 ]
 Adapters = Annotated[bool, _option(panel=MODEL_PANEL, help="Pseudo-tool adapters on")]
 Pack = Annotated[str, _option(panel=PACK_PANEL, help="Bundled pack name or pack folder")]
@@ -179,6 +188,8 @@ OpenclawConfig = Annotated[
         panel=AGENT_PANEL,
         help="With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), "
         "merged over the generated config and checked by `openclaw config validate`",
+        exists=True,
+        dir_okay=False,
     ),
 ]
 Out = Annotated[Path, _option(*OUT, panel=OUTPUT_PANEL, help="Output folder (re-run to resume)")]

@@ -1,8 +1,9 @@
 """``mirage serve-model``: any mirage backbone behind an OpenAI-compatible endpoint.
 
 Above: the ``mirage`` root (``mirage.cli``), which calls ``register(app)``. Below:
-``runtime.serve`` (the app, uvicorn), ``runtime.backbones.make_backbone``, and the memory
-server's ``check_binding`` (one rule for every server mirage starts: no key, loopback only).
+``runtime.serve`` (the app, uvicorn), ``runtime.backbones.make_backbone``, and
+``runtime.asgi.check_binding`` (one rule for every server mirage starts: no key, loopback only;
+never a blank key).
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mirage.cli.options import MAX_OUTPUT_TOKENS, MODEL, fail
+from mirage.cli.options import (
+    MAX_OUTPUT_TOKENS,
+    MODEL,
+    REQUEST_TIMEOUT,
+    REQUEST_TIMEOUT_HELP,
+    fail,
+    file_to_write,
+)
 from runtime.asgi import DEFAULT_READ_TIMEOUT_S
-from runtime.backbones import DEFAULT_MODEL
+from runtime.backbones import DEFAULT_MODEL, DEFAULT_TIMEOUT_S
 from runtime.serve.app import DEFAULT_MAX_REQUEST_BYTES
 
 if TYPE_CHECKING:
@@ -46,7 +54,10 @@ AdaptersOpt = Annotated[
     bool, typer.Option(help="Let the parser recover pseudo-tool calls (adapters)")
 ]
 LogOpt = Annotated[
-    Path | None, typer.Option("--log", help="Append one JSON line per request to this file")
+    Path | None,
+    typer.Option(
+        "--log", help="Append one JSON line per request to this file", callback=file_to_write
+    ),
 ]
 LogContentOpt = Annotated[
     bool, typer.Option(help="Also log request messages and reply text (off: privacy)")
@@ -69,6 +80,9 @@ ReadTimeoutOpt = Annotated[
         "before its request is complete",
     ),
 ]
+RequestTimeoutOpt = Annotated[
+    float, typer.Option(*REQUEST_TIMEOUT, min=0.1, help=REQUEST_TIMEOUT_HELP)
+]
 
 
 def serve_model(
@@ -86,13 +100,15 @@ def serve_model(
     api_key: ApiKeyOpt = None,
     max_request_mb: MaxRequestMbOpt = DEFAULT_MAX_REQUEST_BYTES / (1 << 20),
     read_timeout: ReadTimeoutOpt = DEFAULT_READ_TIMEOUT_S,
+    request_timeout: RequestTimeoutOpt = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Serve a backbone as an OpenAI-compatible endpoint: GET /v1/models and POST
     /v1/chat/completions (streaming or not, OpenAI tool calls in and out; for text-mode models
     the profile writes the tools into the prompt and mirage's parser turns the reply into
     tool_calls; tool_choice, response_format and sampling fields are honoured, passed through or
-    refused, see docs/serve_model.md). Listening on anything but loopback needs --api-key.
-    Ctrl-C stops it."""
+    refused, see docs/serve_model.md). Listening on anything but loopback needs --api-key; on
+    loopback, requests with a foreign Host (421) or from another web page's Origin (403) are
+    refused, and a POST must be JSON (415). Ctrl-C stops it."""
     from runtime.serve.app import create_app
     from runtime.serve.requestlog import RequestLog
     from runtime.serve.server import serve_forever
@@ -105,6 +121,7 @@ def serve_model(
         context_window=context_window,
         max_output_tokens=max_output_tokens,
         tool_mode=tool_mode,
+        timeout_s=request_timeout,
     )
     backbone.load()  # the embedded model loads now, not on the first request
     request_log = RequestLog(log_path, with_content=log_content) if log_path else None
@@ -114,6 +131,7 @@ def serve_model(
         request_log=request_log,
         adapters=adapters,
         api_key=api_key,
+        host=host,
         max_request_bytes=int(max_request_mb * (1 << 20)),
     )
     typer.echo(_serving_line(backbone, name, host, port, log_path), err=True)
@@ -133,10 +151,11 @@ def _checked_backbone(
     context_window: int | None,
     max_output_tokens: int | None,
     tool_mode: str | None,
+    timeout_s: float,
 ) -> Backbone:
     """The binding checked (no key, loopback only), then the backbone made (not loaded yet);
     either one's ``ValueError`` ends the command as a usage error."""
-    from memory_server.http import check_binding
+    from runtime.asgi import check_binding
     from runtime.backbones import make_backbone
 
     try:
@@ -147,6 +166,7 @@ def _checked_backbone(
             context_window=context_window,
             max_output_tokens=max_output_tokens,
             tool_mode=tool_mode,
+            timeout_s=timeout_s,
         )
     except ValueError as exc:
         raise fail(str(exc)) from exc

@@ -21,7 +21,7 @@ from runtime.backbones.base import (
     ProviderErrorKind,
     ToolMode,
 )
-from runtime.backbones.litellm_backbone import LiteLLMBackbone, RetryPolicy
+from runtime.backbones.litellm_backbone import DEFAULT_TIMEOUT_S, LiteLLMBackbone, RetryPolicy
 from runtime.backbones.llama.backbone import SMOLLM2_MODEL, EmbeddedBackbone
 from runtime.backbones.scripted import (
     FunctionBackbone,
@@ -160,6 +160,7 @@ def _make_litellm(model: str, given: dict[str, Any]) -> LiteLLMBackbone:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "DEFAULT_TIMEOUT_S",
     "RETRYABLE_KINDS",
     "Backbone",
     "Completion",

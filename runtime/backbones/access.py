@@ -18,8 +18,11 @@ holds these answers against ``validate_environment``'s.
 The endpoint: one TCP connect to the ``api_base``'s host and port (or to the proxy the HTTP
 client would use for it) within ``ENDPOINT_TIMEOUT_S``; no request is sent.
 
-Above: ``harness.mirage.run.backbones.RunBackbones.check``. Below: litellm's ``utils.py`` and
-model map (read as files), sockets.
+``check_access`` asks all of it for a list of models: each one known (``check_model``), each
+litellm model's key, and the ``api_base`` they are served at.
+
+Above: ``harness.mirage.run.backbones.RunBackbones.check`` (``mirage run``) and ``mirage
+compliance``. Below: litellm's ``utils.py`` and model map (read as files), sockets.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import os
 import re
 import socket
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -235,3 +238,23 @@ def endpoint_problem(api_base: str, timeout_s: float = ENDPOINT_TIMEOUT_S) -> st
         return f"host {host} not found{via}"
     except OSError as exc:
         return f"{exc.strerror or exc}{via}"
+
+
+def check_access(models: Sequence[str], api_base: str | None) -> None:
+    """Raise ``ValueError`` (one line) when one of ``models`` cannot be called, before any
+    call: an unknown model, a litellm model whose provider's key is not set, or an ``api_base``
+    (where the litellm models are served) that does not answer. Embedded models need neither."""
+    from runtime.backbones import LOCAL_PREFIX, check_model
+
+    served = [model for model in models if not model.startswith(LOCAL_PREFIX)]
+    for model in models:
+        check_model(model, api_base if model in served else None)
+    for model in served:
+        missing = missing_key(model, api_base)
+        if missing is not None:
+            raise ValueError(f"{model} needs {missing} (not set)")
+    problem = endpoint_problem(api_base) if served and api_base else None
+    if problem is not None:
+        raise ValueError(
+            f"--api-base {api_base} does not answer ({problem}) for {', '.join(served)}"
+        )

@@ -70,6 +70,10 @@ CONTENT_POLICY_CODES = frozenset({"content_policy_violation", "content_filter"})
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 """The key sent to a local OpenAI-compatible server, which ignores it (``_placeholder_key``)."""
 
+DEFAULT_TIMEOUT_S = 120.0
+"""How long one provider call may take before it fails as a ``timeout`` (and is retried):
+``--request-timeout`` of ``mirage run``, ``compliance`` and ``serve-model``."""
+
 
 class RetryPolicy(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -100,7 +104,7 @@ class LiteLLMBackbone(Backbone):
         context_window: int | None = None,
         max_output_tokens: int | None = 1024,
         temperature: float | None = 0.0,
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy | None = None,
         extra_params: dict[str, Any] | None = None,
         cache_markers: bool | None = None,

@@ -1,26 +1,30 @@
 """Pseudo-tool detection and adapters.
 
 Runs only when the family parser found no call at all. The detector names the kinds of
-tool-like text a reply contains (a simulated tool turn such as ``<|im_start|>tool``,
-``<tool_code>``, a ReAct ``Action:`` line, a ``{"name": ...}`` blob outside any wrapper, an
-offered tool's name followed by ``(``, or another family's call markers — ``<tool_call>``,
-``<function=...>`` and ``<|action_start|>`` only where a call body follows them, not where
-prose merely mentions them). Adapters — off by default and switched on per run — try to
-recover an executable call from that text; a recovered call that validates is labelled
+tool-like text a reply contains: a simulated tool turn such as ``<|im_start|>tool`` (the
+paper's InternVL case), a style real models write that no family reads (``runtime.parsers.
+styles``: ReAct ``Action:``/``Action Input:``, Qwen-Agent ``✿FUNCTION✿``/``✿ARGS✿``, Gemma's
+``tool_code`` blocks), a ``{"name": ...}`` blob outside any wrapper, an offered tool's name
+followed by ``(``, or another family's call markers — ``<tool_call>``, ``<function=...>`` and
+``<|action_start|>`` only where a call body follows them, not where prose merely mentions
+them. Adapters — off by default and switched on per run — try to recover an executable call
+from that text: first each style's own reader, then the family parsers, then an offered tool's
+name followed by a call or a JSON object; a recovered call that validates is labelled
 ``adapted``, anything else stays ``pseudo_tool``.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 
 from runtime.messages import ToolSpec
 from runtime.parsers.base import ParsedCall, ToolCallParser
 from runtime.parsers.pythonic import call_from_ast
 from runtime.parsers.scan import BodyError, cut, decode_json_at, find_closing, parse_python
-from runtime.parsers.validation import find_tool, validate_arguments
+from runtime.parsers.styles import STYLES, Recovered
+from runtime.parsers.validation import validate_arguments
 
 _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -29,9 +33,8 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"<\|im_start\|>\s*(?:tool|function|ipython)\b|<start_of_turn>|<\|start_header_id\|>"
         ),
     ),
-    ("tool_code", re.compile(r"<tool_code>|```tool_code")),
     ("tool_response", re.compile(r"<tool_response>")),
-    ("react_action", re.compile(r"^[ \t]*Action[ \t]*:", re.MULTILINE)),
+    *((style.kind, style.marker) for style in STYLES),
     ("json_blob", re.compile(r"\{\s*[\"']name[\"']\s*:")),
     (
         "foreign_marker",
@@ -44,10 +47,8 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-_ACTION_INPUT = re.compile(
-    r"^[ \t]*Action[ \t]*:[ \t]*`?([\w.\-]+)`?[ \t]*\n[ \t]*Action[ \t]+Input[ \t]*:[ \t]*(.+)$",
-    re.MULTILINE,
-)
+MAX_NAMED_ATTEMPTS = 32
+"""How many mentions of an offered tool's name the name-based adapters read per reply."""
 ADAPTER_FAMILIES: tuple[str, ...] = (
     "hermes",
     "qwen3_xml",
@@ -56,12 +57,6 @@ ADAPTER_FAMILIES: tuple[str, ...] = (
     "json",
     "pythonic",
 )
-
-
-@dataclass(frozen=True)
-class Recovered:
-    calls: list[ParsedCall]
-    spans: list[tuple[int, int]]
 
 
 def detect_pseudo_tool(text: str, tools: Sequence[ToolSpec]) -> tuple[str, ...]:
@@ -137,10 +132,10 @@ def _strategies(parsers: dict[str, Callable[[], ToolCallParser]]) -> list[Strate
         return recover
 
     return [
+        *(style.read for style in STYLES),
         *(via_family(family) for family in ADAPTER_FAMILIES if family in parsers),
         _via_tool_name_call,
         _via_tool_name_then_json,
-        _via_react_text,
     ]
 
 
@@ -159,7 +154,7 @@ def _via_tool_name_call(text: str, tools: Sequence[ToolSpec]) -> Recovered:
     pattern = _tool_name_pattern(tools, r"\s*\(")
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in pattern.finditer(text) if pattern else ():
+    for match in _first_matches(pattern, text):
         close = find_closing(text, match.end() - 1)
         if close is None:
             continue
@@ -179,7 +174,7 @@ def _via_tool_name_then_json(text: str, tools: Sequence[ToolSpec]) -> Recovered:
     pattern = _tool_name_pattern(tools, r"[^{}]{0,40}?(?=\{)")
     calls: list[ParsedCall] = []
     spans: list[tuple[int, int]] = []
-    for match in pattern.finditer(text) if pattern else ():
+    for match in _first_matches(pattern, text):
         try:
             arguments, end = decode_json_at(text, match.end())
         except BodyError:
@@ -191,29 +186,11 @@ def _via_tool_name_then_json(text: str, tools: Sequence[ToolSpec]) -> Recovered:
     return Recovered(calls, spans)
 
 
-def _via_react_text(text: str, tools: Sequence[ToolSpec]) -> Recovered:
-    """ReAct ``Action: tool`` / ``Action Input: plain text`` for a tool with exactly one
-    required string parameter, which receives the text."""
-    calls: list[ParsedCall] = []
-    spans: list[tuple[int, int]] = []
-    for match in _ACTION_INPUT.finditer(text):
-        spec = find_tool(match.group(1), tools)
-        parameter = _single_required_string(spec) if spec else None
-        if spec is None or parameter is None:
-            continue
-        value = match.group(2).strip().strip("\"'`")
-        calls.append(validate_arguments(spec.name, {parameter: value}, tools, raw=match.group(0)))
-        spans.append(match.span())
-    return Recovered(calls, spans)
-
-
-def _single_required_string(spec: ToolSpec) -> str | None:
-    required = spec.parameters.get("required") or []
-    properties = spec.parameters.get("properties") or {}
-    if len(required) != 1:
-        return None
-    schema = properties.get(required[0], {})
-    return required[0] if isinstance(schema, dict) and schema.get("type") == "string" else None
+def _first_matches(pattern: re.Pattern[str] | None, text: str) -> Iterator[re.Match[str]]:
+    """The first ``MAX_NAMED_ATTEMPTS`` matches of ``pattern``: each is read up to its closing
+    bracket, which an unbalanced reply (a small model repeating ``artifact_recall(`` thousands of
+    times) puts at its end, so reading every match would take time quadratic in its length."""
+    return itertools.islice(pattern.finditer(text), MAX_NAMED_ATTEMPTS) if pattern else iter(())
 
 
 def _tool_name_pattern(tools: Sequence[ToolSpec], suffix: str) -> re.Pattern[str] | None:

@@ -19,7 +19,8 @@ the wrapper); we depart from it on purpose, since following it would drop those 
 case ``vllm-qwen3-implicit-no-wrapper``, docs/parsers.md).
 
 Every value arrives as text: it is kept as a string where the schema wants one, otherwise
-decoded as JSON (or a Python literal) and left to schema coercion when that fails.
+decoded as JSON (or a Python literal), as vLLM's parser converts it by the parameter's type;
+text that decodes to nothing the schema allows is a ``type_error``.
 """
 
 from __future__ import annotations

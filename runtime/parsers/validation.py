@@ -1,12 +1,17 @@
-"""Schema validation and type coercion of one parsed call, shared by every parser family.
+"""Schema validation of one parsed call, shared by every parser family.
 
-Above: the family parsers, which hand over a call's name and raw arguments. Below: the offered
-tool schemas (JSON Schema, as in OpenAI function tools) and ``jsonschema`` for the final check.
-Top-level argument values are coerced to the schema's type first (``"5"`` → ``5`` for an
-integer, a JSON string → a list for an array), because models write numbers as strings and
-text formats such as qwen3-coder XML carry every value as text. A NaN or infinite number
-anywhere in the arguments (``1e999``, ``NaN``, ``Infinity``, which Python's decoders accept
-but JSON has no form for) makes the call a ``type_error``: it is never executed or sent on.
+Above: the family parsers, which hand over a call's name and decoded arguments. Below: the
+offered tool schemas (JSON Schema, as in OpenAI function tools) and ``jsonschema`` for the final
+check. A call is ``ok`` only when its arguments, as written, are valid against the tool's own
+schema, so an ``ok`` call is one the tool's server runs: ``"k": "5"`` where the schema says
+integer is a ``type_error`` (the memory server refuses a string ``k``), not converted. Two
+rewrites keep the JSON value and nothing else: an integral float for an integer (``5.0`` → ``5``,
+an integer in JSON Schema) and an optional argument sent as ``null`` that the schema does not
+allow (dropped: the model meant to leave it out). Text formats decode their values themselves
+(qwen3-coder XML by the parameter's schema type, as vLLM's parser does). A NaN or infinite
+number anywhere in the arguments (``1e999``, ``NaN``, ``Infinity``, which Python's decoders
+accept but JSON has no form for) makes the call a ``type_error``: it is never executed or sent
+on.
 """
 
 from __future__ import annotations
@@ -102,7 +107,9 @@ def validate_arguments(
     raw: str,
     ok_label: OutcomeLabel = "ok",
 ) -> ParsedCall:
-    """Check ``arguments`` against the offered tool named ``name`` and coerce their types."""
+    """Check ``arguments``, as written, against the offered tool named ``name`` (its JSON
+    Schema): a value of a type the schema does not allow is a ``type_error``, never
+    converted."""
 
     def failed(label: OutcomeLabel, error: str) -> ParsedCall:
         return ParsedCall(label=label, name=name, arguments=arguments, raw=raw, error=error)
@@ -123,18 +130,18 @@ def validate_arguments(
     where = non_finite_path(arguments)
     if where is not None:
         return failed("type_error", f"argument {where!r} is {_NON_FINITE}")
-    coerced: dict[str, Any] = {}
     for key, value in arguments.items():
-        ok, coerced[key] = coerce(value, properties.get(key, {}))
-        if not ok:
-            return failed("type_error", f"argument {key!r} is not {_describe(properties[key])}")
-    where = non_finite_path(coerced)
-    if where is not None:
-        return failed("type_error", f"argument {where!r} is {_NON_FINITE}")
-    error = schema_error(spec.parameters, coerced)
+        schema = properties.get(key, {})
+        if not fits(value, schema):
+            return failed(
+                "type_error",
+                f"argument {key!r} is {_json_type(value)}, not {_describe(schema)}",
+            )
+    arguments = {key: _integral(value, properties.get(key, {})) for key, value in arguments.items()}
+    error = schema_error(spec.parameters, arguments)
     if error is not None:
         return failed("type_error", error)
-    return ParsedCall(label=ok_label, name=name, arguments=coerced, raw=raw)
+    return ParsedCall(label=ok_label, name=name, arguments=arguments, raw=raw)
 
 
 def non_finite_path(value: Any, path: str = "") -> str | None:
@@ -165,7 +172,7 @@ def _drop_optional_nulls(
             value is None
             and key not in required
             and key in properties
-            and not coerce(None, properties[key])[0]
+            and not fits(None, properties[key])
         )
     }
 
@@ -187,31 +194,40 @@ def _options(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return [schema]
 
 
-def coerce(value: Any, schema: dict[str, Any]) -> tuple[bool, Any]:
-    """``(True, value)`` if ``value`` already fits one of the schema's types, else the first
-    successful conversion, else ``(False, value)``. Enum membership is checked later."""
+def fits(value: Any, schema: Any) -> bool:
+    """Whether ``value`` has one of the JSON types ``schema`` allows (any, when it names none);
+    enums, bounds and nested values are ``schema_error``'s."""
     if not isinstance(schema, dict):
-        return True, value
-    options = _options(schema)
-    types = [option.get("type") for option in options]
-    if any(expected is None for expected in types):
-        return True, value
-    if any(_is_type(value, expected) for expected in types):
-        return True, value
-    for expected in types:
-        converter = _CONVERTERS.get(expected) if isinstance(expected, str) else None
-        if converter is not None:
-            try:
-                return True, converter(value)
-            except (ValueError, TypeError, OverflowError, RecursionError):
-                continue
-    return False, value
+        return True
+    types = [option.get("type") for option in _options(schema)]
+    return any(expected is None or _is_type(value, expected) for expected in types)
+
+
+def _integral(value: Any, schema: Any) -> Any:
+    """``5.0`` as ``5`` where the schema allows an integer and no other number."""
+    if not isinstance(value, float) or not value.is_integer() or not isinstance(schema, dict):
+        return value
+    types = {option.get("type") for option in _options(schema)}
+    return int(value) if "integer" in types and "number" not in types else value
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of a decoded value, with an article (``a string``)."""
+    names = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return "a boolean" if isinstance(value, bool) else "a number"
+    return next((text for kind, text in names.items() if isinstance(value, kind)), "a value")
 
 
 def _is_type(value: Any, expected: Any) -> bool:
     checks: dict[str, Callable[[Any], bool]] = {
         "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "integer": lambda v: (
+            (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, float) and v.is_integer())
+        ),
         "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
         "boolean": lambda v: isinstance(v, bool),
         "null": lambda v: v is None,
@@ -220,68 +236,6 @@ def _is_type(value: Any, expected: Any) -> bool:
     }
     check = checks.get(expected) if isinstance(expected, str) else None
     return True if check is None else check(value)
-
-
-def _to_string(value: Any) -> str:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise TypeError("not a number")
-
-
-def _to_integer(value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        number = float(text) if "." in text or "e" in text.lower() else int(text)
-        if isinstance(number, float) and not number.is_integer():
-            raise ValueError("not an integer")
-        return int(number)
-    raise TypeError("not an integer")
-
-
-def _to_number(value: Any) -> float | int:
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return int(text)
-        except ValueError:
-            return float(text)
-    raise TypeError("not a number")
-
-
-def _to_boolean(value: Any) -> bool:
-    if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
-        return value.strip().lower() == "true"
-    raise TypeError("not a boolean")
-
-
-def _to_null(value: Any) -> None:
-    if isinstance(value, str) and value.strip().lower() in {"null", "none"}:
-        return None
-    raise TypeError("not null")
-
-
-def _json_of(kind: type) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if isinstance(value, str):
-            decoded = json.loads(value)
-            if isinstance(decoded, kind):
-                return decoded
-        raise TypeError(f"not a JSON {kind.__name__}")
-
-    return convert
-
-
-_CONVERTERS: dict[str, Callable[[Any], Any]] = {
-    "string": _to_string,
-    "integer": _to_integer,
-    "number": _to_number,
-    "boolean": _to_boolean,
-    "null": _to_null,
-    "array": _json_of(list),
-    "object": _json_of(dict),
-}
 
 
 def schema_error(parameters: dict[str, Any], arguments: dict[str, Any]) -> str | None:

@@ -2,9 +2,11 @@
 
 Above: any OpenAI client (the ``openai`` package, litellm, an agent such as OpenClaw). Below: a
 ``Router`` (``runtime.serve.routing``) that picks the backbone per request, the backbone's
-model profile and mirage's per-model tool-call parser.
+model profile and mirage's per-model tool-call parser; in front of every route the request
+guard (``runtime.serve.guard``: loopback Host and Origin, the key, a JSON content type).
 
-One request: read the body (413 above the size limit) and validate it (400 naming the field)
+One request: read the body (413 above the size limit, 400 when it nests more than
+``MAX_JSON_DEPTH`` levels) and validate it (400 naming the field)
 → the app's optional ``RequestRewrite`` (a client-specific change, noted in the request log) →
 OpenAI messages and tools to mirage messages, sampling settings and output constraints to
 ``CallOptions`` → the router's backbone (404 for a model it does not serve), applying the
@@ -22,7 +24,6 @@ warning line, not a traceback.
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -35,6 +36,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from runtime.asgi import check_binding
 from runtime.backbones.base import (
     Backbone,
     CallOptions,
@@ -44,6 +46,7 @@ from runtime.backbones.base import (
 )
 from runtime.messages import Message, SystemMessage, ToolCall, ToolSpec
 from runtime.parsers import ParseResult, parse_reply
+from runtime.serve.guard import RequestGuard
 from runtime.serve.requestlog import LoggedCall, RequestLog, RequestRecord
 from runtime.serve.routing import (
     Router,
@@ -74,6 +77,9 @@ log = structlog.get_logger(__name__)
 PARSE_OUTCOME_HEADER = "x-mirage-parse-outcome"
 DEFAULT_MAX_REQUEST_BYTES = 16 << 20
 """The largest request body read (16 MiB: a long context with a few images); larger is 413."""
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of arrays and objects a request body may have (a tool's JSON schema
+rarely needs 20); deeper is a 400, not a ``RecursionError`` in whatever walks it."""
 CLIENT_CLOSED_STATUS = 499  # nginx's "client closed request": logged, never sent
 _PROVIDER_STATUS: dict[str, tuple[int, str, str | None]] = {
     "rate_limit": (429, "rate_limit_error", "rate_limit_exceeded"),
@@ -219,6 +225,10 @@ async def _read_request(request: Request, limit: int) -> ChatRequest:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         message = f"the request body is not valid JSON: {exc}"
         raise _Refusal(error_response(400, message, "invalid_request_error"), "bad_json") from exc
+    except RecursionError as exc:  # deeper than Python's decoder goes
+        raise _too_deep() from exc
+    if nested_deeper(body, MAX_JSON_DEPTH):
+        raise _too_deep()
     try:
         return parse_request(body)
     except RequestError as exc:
@@ -238,6 +248,25 @@ async def _body(request: Request, limit: int) -> bytes:
             raise _too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def nested_deeper(value: Any, limit: int) -> bool:
+    """Whether JSON ``value`` nests arrays and objects more than ``limit`` levels deep (walked
+    without recursion, so no depth can exhaust the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _too_deep() -> _Refusal:
+    message = f"the request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep"
+    response = error_response(400, message, "invalid_request_error", code="request_too_deep")
+    return _Refusal(response, "request_too_deep")
 
 
 def _too_large(limit: int) -> _Refusal:
@@ -385,14 +414,18 @@ def create_app(
     request_log: RequestLog | None = None,
     adapters: bool = False,
     api_key: str | None = None,
+    host: str = "127.0.0.1",
     rewrite: RequestRewrite | None = None,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> Starlette:
     """The ASGI app. ``target`` is one backbone (served as ``name``, default its model string)
     or a ``Router``; ``adapters`` lets the parser recover pseudo-tool calls; ``api_key``
-    requires ``Authorization: Bearer <api_key>``; ``rewrite`` changes requests before they are
-    served (each change noted in the request log); a body above ``max_request_bytes`` is
-    refused with 413."""
+    requires ``Authorization: Bearer <api_key>``; ``host`` is where it will listen (on
+    loopback a foreign Host or Origin is refused; elsewhere a key is required:
+    ``runtime.serve.guard``); ``rewrite`` changes requests before they are served (each change
+    noted in the request log); a body above ``max_request_bytes`` is refused with 413.
+    Raises ``ValueError`` for a blank key or a non-loopback host without one."""
+    check_binding(host, api_key, token_option="api_key")
     router = as_router(target, name)
     endpoint = ChatEndpoint(
         router,
@@ -425,31 +458,10 @@ def create_app(
         ],
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
     )
-    if api_key:
-        app.add_middleware(_BearerGuard, api_key=api_key)
+    app.add_middleware(RequestGuard, host=host, api_key=api_key)
     return app
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
     message = f"{request.method} {request.url.path}: {exc.detail}"
     return error_response(exc.status_code, message, "invalid_request_error")
-
-
-class _BearerGuard:
-    def __init__(self, app: Any, api_key: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {api_key}".encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] != "/health":
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                response = error_response(
-                    401,
-                    "missing or wrong API key (send Authorization: Bearer <key>)",
-                    "invalid_request_error",
-                    code="invalid_api_key",
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)

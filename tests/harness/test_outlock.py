@@ -70,3 +70,13 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path: Path) -> None:
     with out_lock(out) as path:
         assert path.read_text().strip() == str(os.getpid())
     assert path.read_text() == ""
+
+
+def test_an_out_that_cannot_be_a_folder_is_refused_without_writing(tmp_path: Path) -> None:
+    """A run started from the API (no command line to check --out first)."""
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n")
+    for out in (taken, taken / "run"):
+        with pytest.raises(OutLockedError, match=f"{taken} is a file"), out_lock(out):
+            pass
+    assert taken.read_text() == "mine\n"

@@ -84,3 +84,24 @@ def test_an_unknown_model_is_refused_before_any_work(
     result = CliRunner().invoke(app, ["run", option, model, "--out", "r"])
     assert_one_line_error(result, message, exit_code=2)
     assert not (tmp_path / "r").exists()
+
+
+def test_request_timeout_reaches_the_provider_backbones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.mirage.run import MirageRun
+
+    seen: list[RunConfig] = []
+    monkeypatch.setattr("mirage.cli.run._execute", lambda config, _: seen.append(config) or [])
+    assert CliRunner().invoke(app, ["run", "--request-timeout", "7.5"]).exit_code == 0
+    [config] = seen
+    assert config.request_timeout_s == 7.5
+    served = MirageRun(config.model_copy(update={"api_base": "http://127.0.0.1:9/v1"}))
+    offline = {"context_window": 8192, "cache_markers": False}  # nothing asks litellm
+    assert served.models.backbone("hosted_vllm/served", 64, **offline).timeout_s == 7.5
+    refused = CliRunner().invoke(app, ["run", "--request-timeout", "0"])
+    assert_one_line_error(refused, "--request-timeout", exit_code=2)
+
+
+@pytest.mark.parametrize("url", [None, "http://0.0.0.0:8765/mcp", "http://127.0.0.1:8765/mcp"])
+def test_a_blank_memory_token_is_refused_wherever_the_server_listens(url: str | None) -> None:
+    with pytest.raises(ValidationError, match="--memory-token is blank"):
+        RunConfig(agent="cmd:/bin/cat", memory_url=url, memory_token=" ")

@@ -13,6 +13,7 @@ from runtime.backbones.base import ProviderError
 from runtime.backbones.scripted import FunctionBackbone, ScriptedBackbone
 from runtime.compliance import (
     TOOL_INSTRUCTION,
+    legend,
     render_markdown,
     run_compliance,
     study_prompts,
@@ -96,7 +97,8 @@ async def test_one_row_per_model_and_report_files(tmp_path: Path) -> None:
     data = json.loads(json_path.read_text())
     assert [row["share_executable"] for row in data["rows"]] == [1.0, 0.0]
     assert data["replies"][0]["record"]["text"] == CALL % "a"
-    assert render_markdown(report.rows) == table
+    assert table.startswith("# Tool-call compliance\n\n" + legend())
+    assert table.endswith("\n" + render_markdown(report.rows))
 
 
 async def test_text_mode_backbones_get_their_profile_few_shot_turns() -> None:

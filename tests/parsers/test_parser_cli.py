@@ -22,7 +22,7 @@ def _restore_logging() -> Iterator[None]:
     structlog.reset_defaults()
 
 
-HERMES = '<tool_call>{"name": "artifact_recall", "arguments": {"query": "q", "k": "2"}}</tool_call>'
+HERMES = '<tool_call>{"name": "artifact_recall", "arguments": {"query": "q", "k": 2}}</tool_call>'
 
 
 def test_parse_prints_the_json_outcome_with_default_tools() -> None:

@@ -83,7 +83,7 @@ CASES: tuple[Case, ...] = (
         id="hermes-parallel-blocks",
         family="hermes",
         text=f"<tool_call>\n{RECALL}\n</tool_call>\n<tool_call>\n"
-        '{"name": "artifact_get", "arguments": {"ref": "report.pdf", "start_line": "10"}}\n'
+        '{"name": "artifact_get", "arguments": {"ref": "report.pdf", "start_line": 10.0}}\n'
         "</tool_call>",
         overall="ok",
         labels=("ok", "ok"),
@@ -705,11 +705,12 @@ def test_native_calls_are_validated_like_parsed_ones() -> None:
     from runtime.messages import ToolCall
 
     calls = (
-        ToolCall(id="c1", name="artifact_recall", arguments={"query": "a", "k": "2"}),
+        ToolCall(id="c1", name="artifact_recall", arguments={"query": "a", "k": 2.0}),
         ToolCall(id="c2", name="artifact_get", arguments={}),
+        ToolCall(id="c3", name="artifact_recall", arguments={"query": "a", "k": "2"}),
     )
     result = parse_reply("", DEFAULT_TOOLS, family="native", native_calls=calls)
-    assert [call.label for call in result.calls] == ["ok", "missing_required"]
+    assert [call.label for call in result.calls] == ["ok", "missing_required", "type_error"]
     assert result.calls[0].arguments == {"query": "a", "k": 2}
     assert [call.name for call in result.executable_calls("turn1")] == ["artifact_recall"]
 

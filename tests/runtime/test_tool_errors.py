@@ -48,7 +48,8 @@ LOOKUP = ToolSpec(
             "hermes",
             '<tool_call>{"name": "lookup", "arguments": {"key": ["a"]}}</tool_call>',
             "type_error",
-            "Error: Invalid arguments for tool lookup: argument 'key' is not of type string",
+            "Error: Invalid arguments for tool lookup: argument 'key' is an array, not of type "
+            "string",
         ),
     ],
 )

@@ -370,7 +370,11 @@ def test_bad_requests_are_400_naming_the_field(
 
 def test_a_body_that_is_not_json_is_400() -> None:
     with BackgroundServer(create_app(ScriptedBackbone([]))) as server:
-        response = httpx.post(f"{server.base_url}/chat/completions", content=b"{not json")
+        response = httpx.post(
+            f"{server.base_url}/chat/completions",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["error"]["message"]
 

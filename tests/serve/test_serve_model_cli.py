@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from mirage.cli import app
 from runtime.serve import read_request_log
-from tests.fakes.openai_server import unused_port
+from tests.fakes.openai_server import FakeOpenAIServer, hang, unused_port
 from tests.serve.support import RECALL_TOOL
 
 
@@ -89,6 +89,55 @@ def test_a_non_loopback_bind_with_an_api_key_serves(tmp_path: Path) -> None:
             f"{base_url}/models", headers={"authorization": "Bearer s3cret"}, timeout=10
         )
     assert (refused.status_code, allowed.status_code) == (401, 200)
+
+
+def test_a_page_of_another_origin_is_refused_by_a_keyless_server(tmp_path: Path) -> None:
+    """The issue's request: a web page (foreign Origin, text/plain so the browser sends it without
+    asking) reaching a keyless serve-model on loopback, directly or through DNS rebinding."""
+    body = json.dumps(
+        {"model": "openai/never-called", "messages": [{"role": "user", "content": "x"}]}
+    )
+    page = {"origin": "http://evil.example", "content-type": "text/plain"}
+    with serve_model_process(tmp_path / "requests.jsonl", *UNCALLED) as base_url:
+        url = f"{base_url}/chat/completions"
+        rebound = httpx.post(url, content=body, headers={**page, "host": "evil.example"})
+        direct = httpx.post(url, content=body, headers=page)
+        as_json = httpx.post(
+            url, content=body, headers={**page, "content-type": "application/json"}
+        )
+        plain = httpx.post(url, content=body, headers={"content-type": "text/plain"})
+    assert [r.status_code for r in (rebound, direct, as_json, plain)] == [421, 403, 403, 415]
+    assert read_request_log(tmp_path / "requests.jsonl") == []  # refused before the endpoint
+
+
+def test_request_timeout_bounds_each_provider_call(tmp_path: Path) -> None:
+    """A provider that never answers: with --request-timeout 0.5 the client hears a 504 after
+    four attempts of half a second (and the backoff between them), not after four of 120 s."""
+    body = {"model": "openai/slow", "messages": [{"role": "user", "content": "x"}]}
+    with FakeOpenAIServer() as provider:
+        provider.push(*(hang(30) for _ in range(4)))
+        args = ("--model", "openai/slow", "--api-base", provider.api_base)
+        with serve_model_process(
+            tmp_path / "requests.jsonl", *args, "--request-timeout", "0.5"
+        ) as url:
+            started = time.monotonic()
+            answer = httpx.post(f"{url}/chat/completions", json=body, timeout=120)
+            elapsed = time.monotonic() - started
+        attempts = len(provider.requests)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (504, "upstream_timeout")
+    assert attempts == 4
+    assert elapsed < 60
+
+
+@pytest.mark.parametrize("key", [" ", "s3cret "])
+def test_a_blank_or_padded_api_key_is_refused_at_startup(key: str) -> None:
+    argv = [*SERVE_MODEL, "--host", "0.0.0.0", "--port", "0", "--api-key", key, *UNCALLED]
+    finished = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 2
+    assert finished.stderr.strip().splitlines() == [
+        "error: --api-key is blank or starts or ends with whitespace: give the key clients "
+        "send as 'Authorization: Bearer <key>'"
+    ]
 
 
 @pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])

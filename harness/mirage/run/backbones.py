@@ -16,13 +16,20 @@ from typing import Any
 
 from harness.mirage.references import is_reference
 from harness.mirage.run.errors import RunInputError
-from runtime.backbones import LOCAL_PREFIX
+from runtime.backbones import DEFAULT_TIMEOUT_S, LOCAL_PREFIX
 
 
 class RunBackbones:
-    def __init__(self, api_base: str | None, given: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        api_base: str | None,
+        given: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
         self.api_base = api_base
         self.given = dict(given or {})
+        self.timeout_s = timeout_s
 
     def _api_base(self, model: str) -> str | None:
         return None if model.startswith(LOCAL_PREFIX) else self.api_base
@@ -31,31 +38,13 @@ class RunBackbones:
         """Every model in ``models`` exists and, for a litellm model, has its provider's key
         and (with ``--api-base``) an endpoint that answers; ready backbones, reference agents
         and summarizers and embedded models call no provider and need no key."""
-        from runtime.backbones import check_model
+        from runtime.backbones.access import check_access
 
         needed = [m for m in dict.fromkeys(models) if m not in self.given and not is_reference(m)]
-        for model in needed:
-            try:
-                check_model(model, self._api_base(model))
-            except ValueError as exc:
-                raise RunInputError(str(exc)) from exc
-        self._check_access(needed)
-
-    def _check_access(self, models: list[str]) -> None:
-        """The key of each litellm model in ``models``, then the ``--api-base`` they are
-        served at, each refusal one line."""
-        from runtime.backbones.access import endpoint_problem, missing_key
-
-        served = [model for model in models if not model.startswith(LOCAL_PREFIX)]
-        for model in served:
-            missing = missing_key(model, self._api_base(model))
-            if missing is not None:
-                raise RunInputError(f"{model} needs {missing} (not set)")
-        problem = endpoint_problem(self.api_base) if served and self.api_base else None
-        if problem is not None:
-            raise RunInputError(
-                f"--api-base {self.api_base} does not answer ({problem}) for {', '.join(served)}"
-            )
+        try:
+            check_access(needed, self.api_base)
+        except ValueError as exc:
+            raise RunInputError(str(exc)) from exc
 
     def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
         from compaction.references import REFERENCE_SUMMARIZER_PREFIX, ReferenceSummarizer
@@ -68,7 +57,11 @@ class RunBackbones:
                 return ReferenceSummarizer(model)
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
-        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, **extra}
+        options: dict[str, Any] = {
+            "max_output_tokens": max_output_tokens,
+            "timeout_s": self.timeout_s,
+            **extra,
+        }
         api_base = self._api_base(model)
         if api_base:
             options["api_base"] = api_base

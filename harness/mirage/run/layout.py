@@ -60,7 +60,7 @@ class RunLayout:
 
         self.config = config
         self.strategy: RunStrategy = strategy_for(config)
-        self.models = RunBackbones(config.api_base, backbones)
+        self.models = RunBackbones(config.api_base, backbones, timeout_s=config.request_timeout_s)
         self.backbones = self.models.given
         self.out = config.out
         with bad_files_reported():
