@@ -220,8 +220,7 @@ def _prepare(base: Path, api_base: str, limit: int | None) -> None:
     async def build() -> None:
         index = run.prepare_workspace()
         try:
-            async with run.strategy.checkpoints(run, index):
-                pass
+            await run.family.checkpoints(index)
         finally:
             index.close()
 

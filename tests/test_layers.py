@@ -301,9 +301,7 @@ MIRAGE_STAGES = (
 )
 """``harness.mirage``'s sub-packages and root modules, lowest first: each imports only those
 before it (and the kit, and the packages below ``harness``)."""
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    ("harness.mirage.openclaw.run", "harness.mirage.strategies.base"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 """Upward imports that exist and are being removed (issue 46, item 2: one direction between the
 run and its strategies); delete an entry once it is gone."""
 

@@ -279,7 +279,7 @@ def _print_report(files: ReportFiles, config: RunConfig) -> None:
     typer.echo(table1(files.aggregate))
     for line in files.flagged:
         typer.echo(f"flagged: {line}")
-    if strategy_for(config).attributed:
+    if strategy_for(config).kind.attributed:
         from harness.mirage.report.attribution import (
             ATTRIBUTION_FILE,
             AttributionSummary,

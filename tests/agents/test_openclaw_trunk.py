@@ -20,6 +20,7 @@ from harness.mirage.packs import load_pack
 from harness.mirage.trunk.checkpoints import TrunkConfig
 from harness.mirage.trunk.runner import SCRIPTED_ACKNOWLEDGEMENT, TrunkError
 from harness.mirage.trunk.states import scaled_profile
+from runtime.backbones.base import Backbone
 
 
 class FakeOpenClaw:
@@ -161,13 +162,19 @@ def test_the_answering_model_gets_openclaws_window(tmp_path: Path) -> None:
     from harness.mirage.run import MirageRun
     from runtime.backbones import FunctionBackbone
 
+    def answering(run: MirageRun, model: str) -> Backbone:
+        return answering_backbone(
+            model,
+            run.profile.window,
+            lambda window: run.models.backbone(model, 64, context_window=window),
+        )
+
     local = MirageRun(RunConfig(agent="openclaw", out=tmp_path / "a"))
     assert local.profile.window == 16_384  # SmolLM2's own 8k is too small for OpenClaw
-    backbone = answering_backbone(local, "local/smollm2-135m", 64)
-    assert backbone.context_window == 16_384
+    assert answering(local, "local/smollm2-135m").context_window == 16_384
 
     small = FunctionBackbone(lambda messages: "x", model="hosted/small", context_window=4_096)
     config = RunConfig(agent="openclaw", models=["hosted/small"], out=tmp_path / "b")
     hosted = MirageRun(config, backbones={"hosted/small": small})
     with pytest.raises(OpenClawError, match="has a 4096-token window"):
-        answering_backbone(hosted, "hosted/small", 64)
+        answering(hosted, "hosted/small")

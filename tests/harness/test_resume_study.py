@@ -36,11 +36,11 @@ def _recorded(out: Path) -> None:
     """``out`` as a finished run of ``BASE`` leaves it (its study file)."""
     run = _study(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_study(run.config, run.pack.root, run.strategy.family(run))
+    write_study(run.config, run.pack.root, run.family_id())
 
 
 def _check(run: MirageRun) -> None:
-    check_same_study(run, run.strategy.family(run))
+    check_same_study(run, run.family_id())
 
 
 CHANGED = [
@@ -156,7 +156,7 @@ def test_a_scripted_trunk_folder_of_the_old_default_summarizer_is_refused_naming
     out = tmp_path / "run"
     old = _study(out, summarizer_model="local/smollm2-135m")
     out.mkdir(parents=True)
-    write_study(old.config, old.pack.root, old.strategy.family(old))
+    write_study(old.config, old.pack.root, old.family_id())
     with pytest.raises(ResumeError) as refused:
         _check(_study(out, summarizer_model=None))
     assert "--summarizer local/smollm2-135m, this run has --summarizer reference/keep-charts" in (

@@ -1,6 +1,6 @@
 """The pieces of an OpenClaw run (``--agent openclaw``): OpenClaw's window, the answering
 model's backbone with room for it, the trunk configuration its checkpoint family is keyed by, and
-reading a finished family back.
+reading a finished family back; each takes plain values.
 
 Above: the OpenClaw run strategy (``harness.mirage.strategies.openclaw``), which runs the trunk
 (``harness.mirage.openclaw.trunk``) and the probes through one gateway. Below: the pinned
@@ -10,8 +10,9 @@ OpenClaw install and its config (``harness.kit.agents.openclaw``), the checkpoin
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.kit.agents.openclaw.config import config_digest
 from harness.kit.agents.openclaw.errors import OpenClawError
@@ -25,11 +26,7 @@ from harness.mirage.trunk.checkpoints import (
     TrunkConfig,
     read_family_record,
 )
-from runtime.backbones.base import LOCAL_PREFIX
-
-if TYPE_CHECKING:
-    from harness.mirage.strategies.base import RunStages
-
+from runtime.backbones.base import LOCAL_PREFIX, Backbone
 
 MIN_WINDOW = 16_384
 """OpenClaw's own prompt (system prompt and tool schemas) is ~5k tokens and it compacts at
@@ -42,32 +39,40 @@ def openclaw_window(model_window: int) -> int:
     return max(model_window, MIN_WINDOW)
 
 
-def answering_backbone(run: RunStages, model: str, budget: int) -> Any:
-    """The answering model with room for OpenClaw's window; a hosted model with less is an
-    error, a local one is loaded with the larger context."""
-    window = run.profile.window
-    backbone = run.backbone(model, budget)
-    if backbone.context_window >= window:
-        return backbone
+def answering_backbone(
+    model: str, window: int, backbone: Callable[[int | None], Backbone]
+) -> Backbone:
+    """The answering model with room for OpenClaw's ``window``; a hosted model with less is an
+    error, a local one is loaded with the larger context. ``backbone(context_window)``: the
+    model's backbone (None: with its own window)."""
+    own = backbone(None)
+    if own.context_window >= window:
+        return own
     if model.startswith(LOCAL_PREFIX):
-        return run.backbone(model, budget, context_window=window)
+        return backbone(window)
     raise OpenClawError(
-        f"the answering model {model} has a {backbone.context_window}-token window; OpenClaw "
+        f"the answering model {model} has a {own.context_window}-token window; OpenClaw "
         f"needs {window} (its own prompt is ~5k tokens): choose another --model"
     )
 
 
 def openclaw_trunk(
-    run: RunStages, install: OpenClawInstall, user: dict[str, Any] | None
+    trunk: TrunkConfig,
+    install: OpenClawInstall,
+    user: dict[str, Any] | None,
+    answer_model: str,
+    max_output_tokens: int,
 ) -> TrunkConfig:
-    answer = run.config.models[0]
-    return run.family.trunk_config().model_copy(
+    """The run's trunk configuration ``trunk`` as OpenClaw plays it: its version and the user's
+    settings instead of a trunk model, its own compaction and memory flush by the answering
+    model."""
+    return trunk.model_copy(
         update={
             "trunk_model": f"openclaw-{install.version}+config-{config_digest(user)}",
             "summary_format": "openclaw",
-            "summarizer_model": answer,
+            "summarizer_model": answer_model,
             "memory_flush": True,
-            "max_output_tokens": run.config.probe_output_tokens(answer),
+            "max_output_tokens": max_output_tokens,
         }
     )
 

@@ -18,7 +18,8 @@ per stage:
 5. reports (``harness.mirage.report``: ``summary.json``, ``report.md``, figures) per answerer.
 
 ``MirageRun`` holds this order and nothing that depends on the kind of agent: what differs is its
-run strategy's (``harness.mirage.strategies``, picked once from the configuration).
+run strategy's (``harness.mirage.strategies``, picked once from the configuration), which the run
+asks and hands values (``RunContext``); the strategy never calls back into the run.
 ``progress`` (the bars), ``backbones`` (models by string) and ``errors`` (the run's refusals)
 serve every stage.
 """
@@ -34,10 +35,13 @@ from harness.mirage.run.errors import ResumeError, RunInputError, bad_files_repo
 from harness.mirage.run.family import TrunkFamily
 from harness.mirage.run.layout import RunLayout, select_questions
 from harness.mirage.run.probing import Probing
+from harness.mirage.strategies import RunContext
 from harness.mirage.strategies.own_trunk import SCRIPTED_TRUNK_WINDOW
 
 if TYPE_CHECKING:
     from harness.mirage.report import ReportFiles
+    from harness.mirage.trunk.checkpoints import Checkpoint
+    from memory_server.index import HybridIndex
 
 __all__ = [
     "SCRIPTED_TRUNK_WINDOW",
@@ -61,7 +65,7 @@ class MirageRun(RunLayout):
     ) -> None:
         super().__init__(config, progress, backbones)
         self.family = TrunkFamily(self)
-        self.probing = Probing(self, self)
+        self.probing = Probing(self)
         self.reports: list[ReportFiles] = []  # one per result folder, once ``execute`` ends
         self._held = ExitStack()  # the output folder's run lock, while ``execute`` runs
 
@@ -77,23 +81,60 @@ class MirageRun(RunLayout):
         from harness.mirage.run.resume import check_resumable
         from harness.mirage.run.shards import write_study
 
-        check_resumable(self, self.family, self.strategy.family(self))
-        self.models.check(self.strategy.models_to_check(self))  # exist, keys set, served
+        check_resumable(self, self.family, self.family_id())
+        self.models.check(self.models_to_check())  # exist, keys set, served
         self.questions()  # every chosen question's artifact has keywords: fail before the trunk
         self._held.enter_context(out_lock(self.out))  # creates --out; one run there from now
         self._say_summarizers()
         write_run_config(self)  # the options and the provenance (the first run's on a resume)
-        write_study(self.config, self.pack.root, self.strategy.family(self))
+        write_study(self.config, self.pack.root, self.family_id())
         index = self.prepare_workspace()
         try:
-            folders = []
-            async with self.strategy.checkpoints(self, index) as checkpoints:
-                for answerer in self.strategy.answerers():
-                    folders.append(await self.probing.probe_model(answerer, checkpoints, index))
+            folders, family = [], None
+            if not self.strategy.kind.builds_trunk:  # mirage's trunk family, built or reused
+                family = await self.family.checkpoints(index)
+            async with self.strategy.probes(self.context(index, family)) as probes:
+                for answerer, folder in self.answerers().items():
+                    folders.append(await self.probing.probe_model(answerer, folder, probes, index))
             self._report(folders)
             return folders
         finally:
             index.close()
+
+    def family_id(self) -> str | None:
+        """The checkpoint family ``study.json`` names: mirage's trunk family (None: the agent
+        builds its own trunk)."""
+        return None if self.strategy.kind.builds_trunk else self.family.directory.name
+
+    def models_to_check(self) -> list[str]:
+        """The models this run still needs, checked before any work (a finished run resumes or
+        reports without them): answerers that are models with probes left (all of them while
+        mirage's family is not built), and the family's models when it is not built."""
+        kind = self.strategy.kind
+        existing = None if kind.builds_trunk else self.family.existing()
+        answering = [
+            answerer
+            for answerer, folder in self.answerers().items()
+            if kind.model_answerers
+            and (existing is None or self.probing.pending_probes(folder, existing))
+        ]
+        return answering + (list(kind.trunk_models) if existing is None else [])
+
+    def context(self, index: HybridIndex, family: dict[str, Checkpoint] | None) -> RunContext:
+        """What the strategy is handed for its probes: values, no way back into the run."""
+        return RunContext(
+            config=self.config,
+            out=self.out,
+            workspace=self.workspace,
+            index=index,
+            pack=self.pack,
+            profile=self.profile,
+            trunk=self.family.trunk_config(),
+            backbones=self.models,
+            family=family,
+            planned={answerer: self.probing.planned(answerer) for answerer in self.answerers()},
+            trunk_bar=lambda: self.progress.trunk(self.profile.window),
+        )
 
     def _say_summarizers(self) -> None:
         """The run's first lines: who writes its compaction summaries, and a warning when the
@@ -115,6 +156,6 @@ class MirageRun(RunLayout):
         from harness.mirage.report.attribution import write_attribution_summary
 
         for folder in folders:
-            if self.strategy.attributed:
+            if self.strategy.kind.attributed:
                 write_attribution_summary(folder)  # before the report, which may cite it
             self.reports.append(write_report(folder))

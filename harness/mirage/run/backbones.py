@@ -17,6 +17,7 @@ from typing import Any
 from harness.mirage.references import is_reference
 from harness.mirage.run.errors import RunInputError
 from runtime.backbones import DEFAULT_TIMEOUT_S, LOCAL_PREFIX
+from runtime.backbones.base import Backbone
 
 
 class RunBackbones:
@@ -46,22 +47,25 @@ class RunBackbones:
         except ValueError as exc:
             raise RunInputError(str(exc)) from exc
 
-    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
+    def backbone(
+        self, model: str, max_output_tokens: int, *, context_window: int | None = None
+    ) -> Backbone:
+        """``model``'s backbone (``context_window``: a local model loaded with that many
+        positions instead of its own)."""
         from compaction.references import REFERENCE_SUMMARIZER_PREFIX, ReferenceSummarizer
         from runtime.backbones import check_model, make_backbone
 
         if model in self.given:
-            return self.given[model]
+            given: Backbone = self.given[model]
+            return given
         if model.startswith(REFERENCE_SUMMARIZER_PREFIX):
             try:
                 return ReferenceSummarizer(model)
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
-        options: dict[str, Any] = {
-            "max_output_tokens": max_output_tokens,
-            "timeout_s": self.timeout_s,
-            **extra,
-        }
+        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, "timeout_s": self.timeout_s}
+        if context_window is not None:
+            options["context_window"] = context_window
         api_base = self._api_base(model)
         if api_base:
             options["api_base"] = api_base

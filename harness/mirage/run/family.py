@@ -3,8 +3,9 @@ built with the trunk model (compaction on, the first summary format inline), or 
 previous run with the same trunk configuration; every other summary format branches its
 compaction states (``S2@<format>``) from the state right before the first compaction.
 
-Above: the ``builtin`` and ``external`` strategies, the resume checks, the dry run. Below: the
-family's files (``harness.mirage.trunk.checkpoints``), the trunk runner and branches
+Above: ``MirageRun`` (which hands the checkpoints to a strategy on mirage's trunk: ``builtin``,
+``external``), the resume checks, the dry run. Below: the family's files
+(``harness.mirage.trunk.checkpoints``), the trunk runner and branches
 (``harness.mirage.trunk.runner``), the memory server the trunk calls.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.mirage.config import RunConfig
 from harness.mirage.references import is_reference
@@ -21,6 +21,10 @@ from harness.mirage.run.progress import RunProgress
 from harness.mirage.scoring import Gold, ScoringProfile, get_profile
 from harness.mirage.strategies import RunStrategy, strategy_for
 from harness.mirage.trunk.checkpoints import checkpoint_dir_name
+from runtime.backbones.base import Backbone
+
+if TYPE_CHECKING:
+    from memory_server.index import HybridIndex
 
 
 def select_questions(questions: list[Any], limit: int | None) -> list[Any]:
@@ -73,9 +77,11 @@ class RunLayout:
         self._check_format_axis()
         self.workspace = self.out / "workspace"
 
-    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any:
-        """``extra``: further ``make_backbone`` options (e.g. a local model's window)."""
-        return self.models.backbone(model, max_output_tokens, **extra)
+    def backbone(
+        self, model: str, max_output_tokens: int, *, context_window: int | None = None
+    ) -> Backbone:
+        """``context_window``: a local model loaded with that many positions."""
+        return self.models.backbone(model, max_output_tokens, context_window=context_window)
 
     @property
     def formats(self) -> list[str]:
@@ -156,12 +162,15 @@ class RunLayout:
 
         return self.scoring.source_resolver(Workspace.open(self.workspace), version)
 
+    def answerers(self) -> dict[str, Path]:
+        """Who this run probes, in order, each with its result folder (its strategy's)."""
+        return self.strategy.answerers(self.out)
+
     def result_dirs(self) -> list[Path]:
         """The per-answerer result folders this run writes."""
-        strategy = self.strategy
-        return [strategy.result_dir(self.out, answerer) for answerer in strategy.answerers()]
+        return list(self.answerers().values())
 
-    def prepare_workspace(self) -> Any:
+    def prepare_workspace(self) -> HybridIndex:
         """The pack's workspace W, materialised once, and its index, synced."""
         from harness.mirage.trunk.runner import PACK_VERSION_TAG
         from memory_server.index import HybridIndex

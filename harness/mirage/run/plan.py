@@ -134,8 +134,7 @@ def plan_run(run: MirageRun) -> RunPlan:
         sessions = {key: replayed.sessions[state] for key, state, _ in run.state_keys()}
         eits, source = {}, "estimate"
     answerers = [
-        _answerer_plan(run, model, sessions, eits, source)
-        for model in run.strategy.priced_answerers()
+        _answerer_plan(run, model, sessions, eits, source) for model in run.strategy.kind.priced
     ]
     config = run.config
     return RunPlan(
@@ -251,7 +250,7 @@ def _answerer_plan(
 ) -> AnswererPlan:
     config = run.config
     budget = config.probe_output_tokens(model)
-    backbone = None if run.strategy.own_prompt else run.backbone(model, budget)
+    backbone = None if run.strategy.kind.own_prompt else run.backbone(model, budget)
     counter = PromptCounter(backbone)
     messages = _probe_messages(run)
     states = []
@@ -399,7 +398,7 @@ def _assumptions(source: StateSource, run: MirageRun) -> list[str]:
             "summaries at the summarizer's full output budget; a trunk model's real replies "
             "move each depth state by up to one turn"
         )
-    if run.strategy.own_prompt:
+    if run.strategy.kind.own_prompt:
         notes.append("agent under test: its own prompt is unknown; history + question counted")
     references = [model for model in run.config.answerers if is_reference(model)]
     if references:

@@ -51,7 +51,7 @@ class MirageRunLike(Protocol):
 
 
 def _models(run: MirageRunLike) -> list[ModelProvenance]:
-    roles = strategy_for(run.config).provenance_roles()  # the run's own: a function of its config
+    roles = strategy_for(run.config).kind.roles  # the run's own: a function of its config
     return [*(_model(role, model, run) for role, model in roles), embedder_provenance()]
 
 

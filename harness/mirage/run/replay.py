@@ -26,8 +26,6 @@ from compaction.references import is_reference_summarizer
 from compaction.strategies.base import ChunkPlan
 from harness.mirage.config import RunConfig
 from harness.mirage.packs import Pack
-from harness.mirage.strategies.base import FamilyStage
-from harness.mirage.strategies.own_trunk import OwnTrunk
 from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
 from harness.mirage.trunk.driver import TrunkDriver, TrunkTurn, run_without_loop
 from harness.mirage.trunk.states import DepthProfile, StateSpec
@@ -45,7 +43,8 @@ from runtime.tokens import estimate_prompt_tokens
 from runtime.toolset import ToolOutcome, Toolset
 
 if TYPE_CHECKING:
-    from harness.mirage.strategies.base import RunStrategy
+    from harness.mirage.run.family import TrunkFamily
+    from harness.mirage.strategies import RunStrategy
 
 PLACEHOLDER = (
     "Here is a short plan for this task, with a sketch of the code:\n\n```python\n"
@@ -69,12 +68,14 @@ class ReplayedRun(Protocol):
     strategy: RunStrategy
 
     @property
-    def family(self) -> FamilyStage: ...
+    def family(self) -> TrunkFamily: ...
 
     @property
     def compaction_states(self) -> list[str]: ...
 
-    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
+    def backbone(
+        self, model: str, max_output_tokens: int, *, context_window: int | None = None
+    ) -> Backbone: ...
 
 
 class OfferedTools(Toolset):
@@ -283,7 +284,7 @@ def summarizer_notes(run: ReplayedRun) -> list[str]:
     profile, ~3 s on the paper one), when a summarizer is a model; nothing when the run builds
     no trunk (its family exists, or the agent's trunk is its own) or never compacts."""
     config = run.config
-    if not isinstance(run.strategy, OwnTrunk) or not run.compaction_states:
+    if run.strategy.kind.builds_trunk or not run.compaction_states:
         return []
     if run.family.existing() is not None:
         return []

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from harness.mirage.config import RunConfig
 from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
-from harness.mirage.strategies.base import RunStages, RunStrategy
+from harness.mirage.strategies.base import (
+    AgentKind,
+    Answering,
+    Backbones,
+    Probes,
+    RunContext,
+    RunStrategy,
+)
 
-__all__ = ["RunStages", "RunStrategy", "strategy_for"]
+__all__ = [
+    "AgentKind",
+    "Answering",
+    "Backbones",
+    "Probes",
+    "RunContext",
+    "RunStrategy",
+    "strategy_for",
+]
 
 
 def strategy_for(config: RunConfig) -> RunStrategy:

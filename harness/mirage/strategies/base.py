@@ -2,9 +2,9 @@
 
 Above: ``harness.mirage.run.MirageRun``, which keeps the protocol's order (resumable? models
 exist? lock, ``run.json``, ``study.json``, workspace and index, checkpoints, probes, reports) and
-asks its strategy — picked once from the configuration by ``harness.mirage.strategies.
-strategy_for`` — at each step where the kinds differ; the dry run (``harness.mirage.run.plan``) asks
-it which answerers it prices. Below, one module per kind:
+asks its strategy — picked once from the configuration by
+``harness.mirage.strategies.strategy_for`` — at each step where the kinds differ; the dry run
+(``harness.mirage.run.plan``) reads its ``kind``. Below, one module per kind:
 
 - ``builtin``: mirage's own runtime answers (the embedded model, litellm models, the reference
   agents ``reference/*``) on the trunk family mirage builds or reuses;
@@ -13,136 +13,134 @@ it which answerers it prices. Below, one module per kind:
 - ``openclaw``: the real OpenClaw (``--agent openclaw``), its trunk replayed through its own
   gateway, which then serves the probes too.
 
-``RunStages`` is what a strategy uses of the run around it.
+One direction: the run asks, the strategy answers with values (``AgentKind``, result folders, a
+window, ``Probes``); what a strategy needs of the run it is handed as values too
+(``RunContext``), and it never calls back into the run. The run drives the probes itself with
+what ``probes`` returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from harness.mirage.config import RunConfig
 
 if TYPE_CHECKING:
     from harness.kit.agents.base import AgentUnderTest
     from harness.kit.memory import MemoryEndpoint
-    from harness.mirage.config import RunConfig
     from harness.mirage.packs import Pack
+    from harness.mirage.probing.records import RecordKey
+    from harness.mirage.probing.visibility import UnreadableReason
     from harness.mirage.trunk.checkpoints import Checkpoint, TrunkConfig
     from harness.mirage.trunk.states import DepthProfile
+    from memory_server.index import HybridIndex
+    from runtime.backbones.base import Backbone
+
+TrunkProgress = Callable[[int, int], None]
+"""A trunk's progress: ``(turn, eit)`` after each turn."""
 
 
 class Backbones(Protocol):
-    """The run's backbones by model string (``harness.mirage.run.backbones``)."""
+    """Backbones by model string (the run's: ``harness.mirage.run.backbones.RunBackbones``)."""
 
-    def backbone(self, model: str, max_output_tokens: int, **extra: Any) -> Any: ...
-
-
-class FamilyStage(Protocol):
-    """What a strategy uses of the run's checkpoint family (``harness.mirage.run.family``)."""
-
-    @property
-    def directory(self) -> Path: ...
-
-    def trunk_config(self) -> TrunkConfig: ...
-
-    def existing(self) -> dict[str, Checkpoint] | None: ...
-
-    async def checkpoints(self, index: Any) -> dict[str, Checkpoint]: ...
+    def backbone(
+        self, model: str, max_output_tokens: int, *, context_window: int | None = None
+    ) -> Backbone: ...
 
 
-class ProbingStage(Protocol):
-    """What a strategy uses of the run's probe loop (``harness.mirage.run.probing``)."""
+@dataclass(frozen=True)
+class AgentKind:
+    """What the run reads of one kind of agent, as values."""
 
-    def pending_probes(self, model_dir: Path, checkpoints: dict[str, Checkpoint]) -> int: ...
-
-    async def probe_agent(
-        self, agent: AgentUnderTest, model_dir: Path, checkpoints: dict[str, Checkpoint], index: Any
-    ) -> Path: ...
-
-    async def probe_states(
-        self,
-        agent: AgentUnderTest,
-        model_dir: Path,
-        checkpoints: dict[str, Checkpoint],
-        memory: MemoryEndpoint,
-    ) -> None: ...
-
-
-class ProgressBars(Protocol):
-    """What a strategy uses of the run's progress bars (``harness.mirage.run.progress``)."""
-
-    def trunk(self, window: int) -> Callable[[int, int], None] | None: ...
+    attributed: bool
+    """R_tool comes from the memory server's log: an attribution summary per result folder."""
+    own_prompt: bool
+    """The agent assembles a prompt of its own, which mirage cannot count."""
+    builds_trunk: bool
+    """The agent builds its trunk itself (its checkpoints hold its own store): no mirage trunk
+    family is built, and ``study.json`` names none."""
+    model_answerers: bool
+    """Each answerer is a model mirage calls: checked before any work while it has probes left."""
+    trunk_models: tuple[str, ...]
+    """The models mirage's trunk family needs, checked before any work when it is not built."""
+    priced: tuple[str, ...]
+    """The answerers the dry run prices (reference agents call no model)."""
+    roles: tuple[tuple[str, str], ...]
+    """(role, model) of every model ``run.json``'s provenance names."""
 
 
-class RunStages(Backbones, Protocol):
-    """What a strategy uses of ``MirageRun``: its options, folders, pack and states, backbones,
-    progress bars, checkpoint family and probe loop."""
+@dataclass(frozen=True)
+class RunContext:
+    """What a strategy is handed of the run when asked for its probes: values, no way back."""
 
     config: RunConfig
     out: Path
     workspace: Path
+    index: HybridIndex
     pack: Pack
     profile: DepthProfile
+    trunk: TrunkConfig
+    """The run's trunk configuration (an agent's own trunk is keyed from it)."""
+    backbones: Backbones
+    family: dict[str, Checkpoint] | None
+    """Mirage's trunk family by record state, built or reused (None: ``builds_trunk``)."""
+    planned: Mapping[str, Sequence[RecordKey]]
+    """Each answerer's planned probes (this shard's), by the keys its records take."""
+    trunk_bar: Callable[[], TrunkProgress | None]
+    """Opens the trunk's progress bar (None: no display)."""
 
-    @property
-    def progress(self) -> ProgressBars: ...
 
-    @property
-    def family(self) -> FamilyStage: ...
+@dataclass(frozen=True)
+class Answering:
+    """How one answerer answers its probes."""
 
-    @property
-    def probing(self) -> ProbingStage: ...
+    agent: AgentUnderTest
+    memory: MemoryEndpoint | None = None
+    """The agent's memory server, open and configured already (None: the run opens one for the
+    answerer, binds the agent to it, and closes the agent when its probes are done)."""
+    own_context: UnreadableReason | None = None
+    """The agent keeps a probe's context in its own store: why a checkpoint's context cannot be
+    read (the visibility map's reason; no compaction summaries are collected)."""
 
 
-class RunStrategy(Protocol):
+@dataclass(frozen=True)
+class Probes:
+    """What the run probes: every state's checkpoint by record state, and how each answerer
+    answers (``answering(answerer, folder)``; None: nothing left to probe)."""
+
+    checkpoints: dict[str, Checkpoint]
+    answering: Callable[[str, Path], Answering | None]
+
+
+class RunStrategy(ABC):
     """How one kind of agent is run through the protocol."""
 
-    attributed: bool
-    """Whether R_tool comes from the memory server's log (an attribution summary per folder)."""
-    own_prompt: bool
-    """Whether the agent assembles a prompt of its own, which mirage cannot count."""
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
 
-    def answerers(self) -> list[str]:
-        """Who is probed, in order: one result folder each."""
-        ...
+    @property
+    @abstractmethod
+    def kind(self) -> AgentKind:
+        """What the run reads of this kind of agent."""
 
-    def result_dir(self, out: Path, answerer: str) -> Path: ...
+    @abstractmethod
+    def answerers(self, out: Path) -> dict[str, Path]:
+        """Who is probed, in order, each with its result folder under ``out``."""
 
-    def trunk_window(self, models: Backbones) -> int:
+    @abstractmethod
+    def trunk_window(self, backbones: Backbones) -> int:
         """The trunk's window when ``--window`` is not given."""
-        ...
 
-    def models_to_check(self, run: RunStages) -> list[str]:
-        """The models this run still needs, checked before any work (a finished run resumes or
-        reports without them)."""
-        ...
-
-    def family(self, run: RunStages) -> str | None:
-        """The checkpoint family ``study.json`` names (None: the agent's own trunk)."""
-        ...
-
-    def checkpoints(
-        self, run: RunStages, index: Any
-    ) -> AbstractAsyncContextManager[dict[str, Checkpoint]]:
-        """Every state's checkpoint by record state, built or reused; open while the
-        answerers are probed."""
-        ...
-
-    async def probe(
-        self, run: RunStages, answerer: str, checkpoints: dict[str, Checkpoint], index: Any
-    ) -> Path:
-        """Every unfinished probe of ``answerer``; returns its result folder."""
-        ...
-
-    def provenance_roles(self) -> list[tuple[str, str]]:
-        """(role, model) of every model ``run.json``'s provenance names."""
-        ...
+    @abstractmethod
+    def probes(self, context: RunContext) -> AbstractAsyncContextManager[Probes]:
+        """The checkpoints and the answering agents, open while the answerers are probed (an
+        agent that builds its own trunk builds it here first)."""
 
     def agent_software(self) -> str | None:
         """The agent's own software and version, for the provenance (None: mirage's runtime)."""
-        ...
-
-    def priced_answerers(self) -> list[str]:
-        """The answerers the dry run prices (reference agents call no model)."""
-        ...
+        return None

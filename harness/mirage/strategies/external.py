@@ -3,61 +3,53 @@
 the memory server's log (``AttributedAgent``), one result folder named by its model (or itself).
 
 Above: ``MirageRun`` (``harness.mirage.strategies.base``). Below: the kit's adapter factory
-(``external_adapter``), ``Probing.probe_agent`` (``harness.mirage.run.probing``).
+(``external_adapter``), ``AttributedAgent``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.kit.rundir import model_slug
-from harness.mirage.strategies.base import RunStages
+from harness.mirage.strategies.base import AgentKind, RunContext
 from harness.mirage.strategies.own_trunk import OwnTrunk
 
 if TYPE_CHECKING:
-    from harness.mirage.trunk.checkpoints import Checkpoint
+    from harness.kit.agents.base import AgentUnderTest
 
 
 class ExternalStrategy(OwnTrunk):
-    attributed = True
-    own_prompt = True
-
     @property
-    def agent(self) -> str:
+    def agent_name(self) -> str:
         agent = self.config.agent
         assert agent is not None
         return agent
 
-    def answerers(self) -> list[str]:
-        return [self.config.agent_model or self.agent]
+    @property
+    def kind(self) -> AgentKind:
+        config = self.config
+        agent = self.agent_name + (f" (model {config.agent_model})" if config.agent_model else "")
+        return AgentKind(
+            attributed=True,
+            own_prompt=True,
+            builds_trunk=False,
+            model_answerers=False,
+            trunk_models=self.trunk_models(),
+            priced=tuple(self.names()),
+            roles=(("agent", agent), *self.trunk_roles()),
+        )
 
-    def result_dir(self, out: Path, answerer: str) -> Path:
-        return out / model_slug(answerer)
+    def names(self) -> list[str]:
+        return [self.config.agent_model or self.agent_name]
 
-    def models_to_check(self, run: RunStages) -> list[str]:
-        return self.trunk_models() if run.family.existing() is None else []
-
-    async def probe(
-        self, run: RunStages, answerer: str, checkpoints: dict[str, Checkpoint], index: Any
-    ) -> Path:
+    def agent(self, context: RunContext, answerer: str, folder: Path) -> AgentUnderTest:
         from harness.kit.agents.factory import external_adapter
         from harness.kit.attribution import AttributedAgent
 
-        model_dir = self.result_dir(run.out, answerer)
         inner = external_adapter(
-            self.agent,
+            self.agent_name,
             model=self.config.agent_model,
             api_key=self.config.agent_api_key,
             timeout_s=self.config.agent_timeout_s,
         )
-        agent = AttributedAgent(inner, model_dir / "calls.jsonl")
-        return await run.probing.probe_agent(agent, model_dir, checkpoints, index)
-
-    def provenance_roles(self) -> list[tuple[str, str]]:
-        config = self.config
-        agent = self.agent + (f" (model {config.agent_model})" if config.agent_model else "")
-        return [("agent", agent), *self.trunk_roles()]
-
-    def priced_answerers(self) -> list[str]:
-        return self.answerers()
+        return AttributedAgent(inner, folder / "calls.jsonl")
