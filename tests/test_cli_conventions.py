@@ -6,28 +6,39 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
-import click
 import pytest
 import typer
+from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from mirage.cli import app
 from mirage.cli.options import EXIT_CODES_HELP
 
 
-def _commands(group: click.Command, path: str = "mirage") -> Iterator[tuple[str, click.Command]]:
+def _commands(group: Any, path: str = "mirage") -> Iterator[tuple[str, Any]]:
+    """Every command under ``group``, found by its ``commands`` (the typer installed here
+    vendors its own click, ``typer._click``: ``click.Group`` and ``click.Option`` match none of
+    its commands and options)."""
     yield path, group
-    if isinstance(group, click.Group):
-        for name, command in group.commands.items():
-            yield from _commands(command, f"{path} {name}")
+    for name, command in getattr(group, "commands", {}).items():
+        yield from _commands(command, f"{path} {name}")
 
 
-def _visible_options() -> Iterator[tuple[str, click.Option]]:
+def _visible_options() -> Iterator[tuple[str, TyperOption]]:
     for path, command in _commands(typer.main.get_command(app)):
         for param in command.params:
-            if isinstance(param, click.Option) and not param.hidden:
+            if isinstance(param, TyperOption) and not param.hidden:
                 yield path, param
+
+
+def test_every_command_and_option_is_seen() -> None:
+    commands = dict(_commands(typer.main.get_command(app)))
+    assert {"mirage run", "mirage memory serve", "mirage cue run"} <= set(commands)
+    assert ("mirage run", "--retry-errors") in {
+        (path, flag) for path, option in _visible_options() for flag in option.opts
+    }
 
 
 def test_a_short_flag_means_one_long_flag_in_every_command() -> None:
@@ -60,9 +71,9 @@ def test_the_workspace_is_always_the_workspace_option() -> None:
     for path, command in _commands(typer.main.get_command(app)):
         for param in command.params:
             if param.name == "workspace":
-                assert isinstance(param, click.Option), path
+                assert isinstance(param, TyperOption), path
                 assert set(param.opts) == {"--workspace", "-w"}, path
-            if isinstance(param, click.Argument) and "workspace" in (param.name or ""):
+            if isinstance(param, TyperArgument) and "workspace" in (param.name or ""):
                 assert param.hidden, f"{path}: a visible positional workspace"
 
 
