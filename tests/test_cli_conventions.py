@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import typer
+from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from mirage.cli import app
@@ -17,23 +18,27 @@ from mirage.cli.options import EXIT_CODES_HELP
 
 
 def _commands(group: Any, path: str = "mirage") -> Iterator[tuple[str, Any]]:
-    """Every command under ``group``; typer's own click (``typer._click``) has classes that are
-    not ``click``'s, so the walk goes by attributes (``isinstance(…, click.Group)`` would stop
-    at the root and make every test below hold vacuously)."""
+    """Every command under ``group``, found by its ``commands`` (the typer installed here
+    vendors its own click, ``typer._click``: ``click.Group`` and ``click.Option`` match none of
+    its commands and options)."""
     yield path, group
     for name, command in getattr(group, "commands", {}).items():
         yield from _commands(command, f"{path} {name}")
 
 
-def _is_option(param: Any) -> bool:
-    return bool(param.param_type_name == "option")
-
-
-def _visible_options() -> Iterator[tuple[str, Any]]:
+def _visible_options() -> Iterator[tuple[str, TyperOption]]:
     for path, command in _commands(typer.main.get_command(app)):
         for param in command.params:
-            if _is_option(param) and not param.hidden:
+            if isinstance(param, TyperOption) and not param.hidden:
                 yield path, param
+
+
+def test_every_command_and_option_is_seen() -> None:
+    commands = dict(_commands(typer.main.get_command(app)))
+    assert {"mirage run", "mirage memory serve", "mirage cue run"} <= set(commands)
+    assert ("mirage run", "--retry-errors") in {
+        (path, flag) for path, option in _visible_options() for flag in option.opts
+    }
 
 
 def test_a_short_flag_means_one_long_flag_in_every_command() -> None:
@@ -66,9 +71,9 @@ def test_the_workspace_is_always_the_workspace_option() -> None:
     for path, command in _commands(typer.main.get_command(app)):
         for param in command.params:
             if param.name == "workspace":
-                assert _is_option(param), path
+                assert isinstance(param, TyperOption), path
                 assert set(param.opts) == {"--workspace", "-w"}, path
-            if not _is_option(param) and "workspace" in (param.name or ""):
+            if isinstance(param, TyperArgument) and "workspace" in (param.name or ""):
                 assert param.hidden, f"{path}: a visible positional workspace"
 
 

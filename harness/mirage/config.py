@@ -1,22 +1,31 @@
-"""``RunConfig``: every option of ``mirage run``, checked before any work, and the one source
-of its defaults (``mirage run`` reads each option's default from here, so the API and the
-command cannot disagree).
+"""``RunConfig``: every option of ``mirage run``, declared once and checked before any work.
 
-Above: ``MirageRun`` and the ``mirage run`` command. Below: the kit's agent factory
-(``agent_spec``) and memory binding, each named agent's options (``harness.mirage.openclaw.
-options``), the checkpoints' format slugs and the scoring profiles' names.
+Each field declares, beside its type, default and checks, its flag (help panel, help text),
+its study-file key and what it is to a study (a ``RunOption`` of ``harness.kit.options``) and
+its meaning in docs/running.md's key table (its ``description``). The command's typer options
+(``mirage.cli.run_options``), the study file's keys (``harness.mirage.study``), ``study.json``'s
+fields and the resume check's fixed keys (``harness.mirage.run``) and the docs' table are
+generated from ``RUN_OPTIONS``, so the API, the command, the file and the docs cannot disagree
+and an option is added in one place.
+
+Above: ``MirageRun``, ``harness.mirage.study`` and the ``mirage run`` command. Below: the kit's
+option declarations, agent factory (``agent_spec``) and memory binding, each named agent's
+options (``harness.mirage.openclaw.options``), the checkpoints' format slugs and the scoring
+profiles' names.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from compaction.config import split_format
 from harness.kit.agents.factory import agent_spec
 from harness.kit.memory import memory_binding
+from harness.kit.options import DeclaredOption, Given, RunOption, StudyRole, declared_options
 from harness.mirage.openclaw.options import AGENT as OPENCLAW_AGENT
 from harness.mirage.openclaw.options import check_options as check_openclaw_options
 from harness.mirage.protocol import CONDITIONS, DEFAULT_PROFILE, Condition, ProfileName
@@ -44,26 +53,25 @@ CALIBRATION_FORMATS: tuple[str, ...] = (
 retention declared in ``compaction.references``), branched from the pre-compaction state like
 every other format and probed by the reference agents only (docs/references.md)."""
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-FIELD_OF = {
-    "model": "models",
-    "summarizer": "summarizer_model",
-    "summary_format": "summary_formats",
-    "agent_timeout": "agent_timeout_s",
-    "request_timeout": "request_timeout_s",
-}
-"""Command-line parameters of ``mirage run`` whose ``RunConfig`` field (or study key) is named
-otherwise."""
+
+MODEL_PANEL = "Model"
+PACK_PANEL = "Pack and depth"
+COMPACTION_PANEL = "Compaction"
+AGENT_PANEL = "Agent"
+OUTPUT_PANEL = "Output"
+PANELS = (MODEL_PANEL, PACK_PANEL, COMPACTION_PANEL, AGENT_PANEL, OUTPUT_PANEL)
+"""The help panels of ``mirage run --help``, in the order it shows them."""
+KEPT, GROWS, SHARED = StudyRole.KEPT, StudyRole.GROWS, StudyRole.SHARED
 
 
-STUDY_FILE_ONLY = frozenset({"window", "trunk_max_output_tokens", "probe_max_output_tokens"})
-"""``RunConfig`` fields a study file sets but ``mirage run`` has no flag for."""
-
-
-def flag_of(field: str) -> str:
+def flag_of(key: str) -> str:
     """The command-line flag of a ``RunConfig`` field or study key (``summary_formats`` →
-    --summary-format, ``summarizer`` → --summarizer)."""
-    param = next((p for p, f in FIELD_OF.items() if f == field), field)
-    return "--agent" if field == "agent_kind" else "--" + param.replace("_", "-")
+    --summary-format, ``summarizer`` → --summarizer, ``agent_kind`` → --agent); a field with no
+    flag (a study file sets it) and a resolved key are named as flags would be."""
+    option = RUN_OPTIONS.get(key)
+    if option is not None and option.flag is not None:
+        return option.flag
+    return "--agent" if key == "agent_kind" else "--" + key.replace("_", "-")
 
 
 class Shard(BaseModel):
@@ -94,96 +102,289 @@ class Shard(BaseModel):
 
 
 class RunConfig(BaseModel):
+    """Every option of ``mirage run``, each declared once: its flag, help panel and help text,
+    its study-file key and what it is to a study (``RunOption``, ``harness.kit.options``), its
+    meaning in docs/running.md's key table (``description``), its default and its checks."""
+
     model_config = ConfigDict(extra="forbid")
 
-    pack: str = "mirage-core"
-    models: list[str] = Field(default_factory=lambda: [DEFAULT_MODEL])
-    references: bool | None = Field(
+    pack: Annotated[str, RunOption(PACK_PANEL, "Bundled pack name or pack folder", study=KEPT)] = (
+        Field(default="mirage-core", description="bundled pack name or pack folder")
+    )
+    models: Annotated[
+        list[str],
+        RunOption(
+            MODEL_PANEL,
+            "Answerer model (repeatable); default the embedded SmolLM2. reference/retriever, "
+            "reference/context-reader and reference/confabulator are reference agents with "
+            "known grounding behaviour (docs/references.md)",
+            param="model",
+            short="-m",
+            given=Given.REPEATED,
+            study=SHARED,
+        ),
+    ] = Field(
+        default_factory=lambda: [DEFAULT_MODEL],
+        description="answerer models (`reference/<kind>`: a reference agent, docs/references.md)",
+    )
+    references: Annotated[
+        bool | None,
+        RunOption(
+            MODEL_PANEL,
+            "Also run the three reference agents (seconds; their rows and the instrument check "
+            "open the comparison); default: on when no --model is given",
+        ),
+    ] = Field(
         default=None,
-        description="Also run the reference agents (reference/retriever, context-reader, "
-        "confabulator; docs/references.md); default: when no model is given",
+        description="also run the three reference agents (reference/retriever, context-reader, "
+        "confabulator); default: when no model is given",
     )
-    trunk_model: str = DEFAULT_MODEL
-    summarizer_model: str | None = None
-    profile: str = "scaled"
-    scoring: ProfileName = Field(
+    trunk_model: Annotated[
+        str,
+        RunOption(
+            MODEL_PANEL,
+            f"Model that plays the trunk; '{SCRIPTED_TRUNK_MODEL}' replays fixed replies",
+            study=KEPT,
+        ),
+    ] = Field(
+        default=DEFAULT_MODEL,
+        description=f"the model that plays the trunk (`{SCRIPTED_TRUNK_MODEL}`: fixed replies)",
+    )
+    summarizer_model: Annotated[
+        str | None,
+        RunOption(
+            MODEL_PANEL,
+            "Compaction summarizer model (default: the trunk model; with a scripted trunk, the "
+            f"reference summarizer {SCRIPTED_TRUNK_SUMMARIZER})",
+            param="summarizer",
+            study=KEPT,
+            resolved="summarizer",
+        ),
+    ] = Field(
+        default=None,
+        description="compaction summarizer (default: the trunk model; for a scripted trunk, the "
+        f"reference summarizer `{SCRIPTED_TRUNK_SUMMARIZER}`)",
+    )
+    profile: Annotated[str, RunOption(PACK_PANEL, "Depth profile: paper or scaled", study=KEPT)] = (
+        Field(default="scaled", description="depth profile: `paper` or `scaled`")
+    )
+    scoring: Annotated[
+        ProfileName,
+        RunOption(
+            PACK_PANEL,
+            "Probe wording and scoring rules: paper (the authors' released scorer) or lenient "
+            "(tolerant; docs/metrics.md)",
+            study=KEPT,
+        ),
+    ] = Field(
         default=DEFAULT_PROFILE,
-        description="Probe wording and scoring rules: paper (the released scorer) or lenient",
+        description="probe wording and scoring rules: `paper` (the released scorer) or "
+        "`lenient` (docs/metrics.md)",
     )
-    conditions: list[Condition] = Field(default_factory=lambda: list(CONDITIONS))
-    repeats: int = Field(default=1, ge=1)
-    limit: int | None = Field(
+    conditions: Annotated[
+        list[Condition],
+        RunOption(PACK_PANEL, "Comma list of C0, Cm", given=Given.COMMA_LIST, study=GROWS),
+    ] = Field(default_factory=lambda: list(CONDITIONS), description="a list of `C0`, `Cm`")
+    repeats: Annotated[int, RunOption(PACK_PANEL, "Independent repeats per probe", study=GROWS)] = (
+        Field(default=1, ge=1, description="independent repeats per probe")
+    )
+    limit: Annotated[
+        int | None,
+        RunOption(
+            PACK_PANEL,
+            "Questions to use, as whole answerable/unanswerable pairs spread over the evidence "
+            "objects; 0 = every question",
+            min=0,
+            given=Given.ZERO_FOR_NONE,
+            study=GROWS,
+        ),
+    ] = Field(
         default=DEFAULT_LIMIT,
         ge=2,
-        description="Questions to use, as whole answerable/unanswerable pairs spread over the "
-        "evidence objects; None uses every question.",
+        description="questions, as answerable/unanswerable pairs spread over the evidence "
+        "objects; 0 (None) = every question",
     )
-    summary_formats: list[str] = Field(
+    summary_formats: Annotated[
+        list[str],
+        RunOption(
+            COMPACTION_PANEL,
+            "Compaction summary format (verbatim, free-form, per-fact-citations, "
+            "template:FILE); repeat it or give a comma list: the trunk is built once and every "
+            "format after the first adds the state S2@<format>, branched from the same state "
+            "right before the first compaction (docs/compaction.md)  [default: verbatim]",
+            param="summary_format",
+            given=Given.REPEATED_OR_COMMAS,
+            study=GROWS,
+        ),
+    ] = Field(
         default_factory=lambda: ["verbatim"],
         min_length=1,
-        description="Compaction summary formats; the first is the trunk's own (its S2 is S2), "
-        "each other one adds the states S2@<format>, branched from the same pre-compaction state",
+        description="compaction summary formats: the first is the trunk's own (its S2 is S2), "
+        "each other one adds the states `S2@<format>`, branched from the same pre-compaction "
+        "state (docs/compaction.md)",
     )
-    calibration: bool | None = Field(
+    calibration: Annotated[
+        bool | None,
+        RunOption(
+            COMPACTION_PANEL,
+            "Also branch the compaction calibration arms from the pre-compaction state: summary "
+            "formats written by reference summarizers with declared retention "
+            "(S2@verbatim~reference-keep-charts, …; docs/references.md), probed by the "
+            "reference agents only; default: on when the reference agents run",
+            study=GROWS,
+            resolved="calibration_formats",
+        ),
+    ] = Field(
         default=None,
-        description="Also branch the compaction calibration arms (CALIBRATION_FORMATS: "
-        "reference summarizers with declared retention), probed by the reference agents only; "
-        "default: on when the reference agents run",
+        description="also branch the compaction calibration arms (reference summarizers with "
+        "declared retention, probed by the reference agents only; docs/references.md); "
+        "default: when the reference agents run",
     )
-    memory_flush: bool = True
-    seed: int = 0
-    out: Path = Path("mirage-runs/default")
-    concurrency: int = Field(default=1, ge=1)
-    trunk_max_output_tokens: int | None = Field(
-        default=None, ge=8, description="Trunk reply budget; default 96 local, 512 otherwise."
+    memory_flush: Annotated[
+        bool, RunOption(COMPACTION_PANEL, "Pre-compaction memory flush", study=KEPT)
+    ] = Field(default=True, description="pre-compaction memory flush")
+    seed: Annotated[int, RunOption(PACK_PANEL, "Filler sampling seed", study=KEPT)] = Field(
+        default=0, description="filler sampling seed"
     )
-    probe_max_output_tokens: int | None = Field(
+    out: Annotated[
+        Path, RunOption(OUTPUT_PANEL, "Output folder (re-run to resume)", short="-o")
+    ] = Field(default=Path("mirage-runs/default"), description="output folder")
+    concurrency: Annotated[int, RunOption(OUTPUT_PANEL, "Probes in flight at once")] = Field(
+        default=1, ge=1, description="probes in flight at once"
+    )
+    trunk_max_output_tokens: Annotated[int | None, RunOption(study=KEPT)] = Field(
         default=None,
         ge=8,
-        description="Probe reply budget; default 64 for local models, 2048 otherwise (room for "
-        "reasoning models).",
+        description="trunk reply budget; default 96 for local models, 512 otherwise",
     )
-    adapters: bool = False
-    api_base: str | None = None
-    request_timeout_s: float = Field(
+    probe_max_output_tokens: Annotated[int | None, RunOption(study=KEPT)] = Field(
+        default=None,
+        ge=8,
+        description="probe reply budget; default 64 for local models, 2048 otherwise (room for "
+        "reasoning models)",
+    )
+    adapters: Annotated[bool, RunOption(MODEL_PANEL, "Pseudo-tool adapters on", study=KEPT)] = (
+        Field(default=False, description="pseudo-tool adapters on")
+    )
+    api_base: Annotated[
+        str | None,
+        RunOption(
+            MODEL_PANEL,
+            "Base URL for non-local models (OpenAI-compatible); checked to answer before the "
+            "run starts",
+        ),
+    ] = Field(default=None, description="base URL for non-local models (OpenAI-compatible)")
+    request_timeout_s: Annotated[
+        float,
+        RunOption(
+            MODEL_PANEL,
+            "Seconds one call to a litellm model's provider may take before it fails as a "
+            "timeout (it is retried like other provider failures); the embedded model has no "
+            "provider",
+            param="request_timeout",
+            min=0.1,
+        ),
+    ] = Field(
         default=DEFAULT_TIMEOUT_S,
         gt=0,
-        description="Seconds one call to a litellm model's provider may take before it fails as "
-        "a timeout (retried like other provider failures); defines no record, so a resume may "
-        "change it",
+        description="seconds one call to a litellm model's provider may take before it fails as "
+        "a timeout (retried like other provider failures; default 120); a resume may change it",
     )
-    window: int | None = Field(
+    window: Annotated[int | None, RunOption(study=KEPT)] = Field(
         default=None,
         ge=1024,
-        description="Trunk window; default the trunk model's own (8192 for a scripted trunk).",
+        description="the trunk's window; default the trunk model's own (8192 for a scripted trunk)",
     )
-    agent: str | None = Field(
+    agent: Annotated[
+        str | None,
+        RunOption(
+            AGENT_PANEL,
+            "Evaluate an agent we did not write instead of --model: openai:http://HOST:PORT/v1 "
+            "(an OpenAI-compatible endpoint), cmd:PATH (one JSON request on stdin, one JSON "
+            "reply on stdout; docs/own_agent.md) or openclaw (the installed OpenClaw, answering "
+            "with the first --model; docs/openclaw.md)",
+            study=SHARED,
+            resolved="agent_kind",
+        ),
+    ] = Field(
         default=None,
-        description="An agent we did not write instead of --model: openai:URL or cmd:COMMAND",
+        description="an agent we did not write instead of a model: `openai:URL`, "
+        "`cmd:COMMAND` (docs/own_agent.md) or `openclaw` (docs/openclaw.md)",
     )
-    agent_model: str | None = Field(default=None, description="model name sent to openai: agents")
-    agent_api_key: str | None = Field(default=None, exclude=True)
-    agent_timeout_s: float = Field(default=120.0, gt=0)
-    memory_url: str | None = Field(
+    agent_model: Annotated[
+        str | None,
+        RunOption(
+            AGENT_PANEL, "Model name sent to an openai: agent (also the folder)", study=SHARED
+        ),
+    ] = Field(default=None, description="model name sent to an `openai:` agent (also the folder)")
+    agent_api_key: Annotated[
+        str | None,
+        RunOption(AGENT_PANEL, "Bearer key for an openai: agent", envvar="MIRAGE_AGENT_API_KEY"),
+    ] = Field(default=None, exclude=True, description="bearer key for an `openai:` agent")
+    agent_timeout_s: Annotated[
+        float,
+        RunOption(
+            AGENT_PANEL, "Seconds an agent may take for one probe", param="agent_timeout", min=0.1
+        ),
+    ] = Field(default=120.0, gt=0, description="seconds an agent may take for one probe")
+    memory_url: Annotated[
+        str | None,
+        RunOption(
+            AGENT_PANEL,
+            "Serve the memory server here for the agent (http://HOST:PORT/mcp); each probe also "
+            "gets its own URL .../t/<tag>/mcp, sent as header X-Mirage-Memory-Url",
+        ),
+    ] = Field(
         default=None,
-        description="Where the memory server listens for the agent (http://HOST:PORT/mcp); "
+        description="where the memory server listens for the agent (`http://HOST:PORT/mcp`); "
         "default a free loopback port (agents then need the per-probe URL)",
     )
-    memory_token: str | None = Field(default=None, exclude=True)
-    openclaw_config: Path | None = Field(
+    memory_token: Annotated[
+        str | None,
+        RunOption(
+            AGENT_PANEL,
+            "Bearer token the memory server requires (needed off loopback)",
+            envvar="MIRAGE_MEMORY_TOKEN",
+        ),
+    ] = Field(default=None, exclude=True, description="bearer token the memory server requires")
+    openclaw_config: Annotated[
+        Path | None,
+        RunOption(
+            AGENT_PANEL,
+            "With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), merged "
+            "over the generated config and checked by `openclaw config validate`",
+            existing_file=True,
+        ),
+    ] = Field(
         default=None,
-        description="With --agent openclaw: the user's OpenClaw settings (JSON5), merged over "
+        description='with `agent = "openclaw"`: your OpenClaw settings (JSON5), merged over '
         "the generated config",
     )
-    shard: Shard | None = Field(
+    shard: Annotated[
+        Shard | None,
+        RunOption(
+            OUTPUT_PANEL,
+            "Run only shard K of N (K/N) of the study's probes, e.g. on N machines with the same "
+            "flags and their own --out; `mirage merge` joins them (docs/running.md)",
+            given=Given.TEXT,
+        ),
+    ] = Field(
         default=None,
-        description="Run only shard K of N of the study's probes (K/N); `mirage merge` joins "
-        "the shards (harness.mirage.run.shards)",
+        description='`"K/N"`: run only shard K of N of the study\'s probes; `mirage merge` joins '
+        "the shards (docs/running.md, 'Shards')",
     )
-    retry_errors: bool = Field(
+    retry_errors: Annotated[
+        bool,
+        RunOption(
+            OUTPUT_PANEL,
+            "Re-run exactly the probes recorded with a provider or agent error (same flags "
+            "otherwise), replacing their records atomically; nothing else runs",
+            written=False,
+        ),
+    ] = Field(
         default=False,
-        description="Re-run exactly the probes recorded with a provider or agent error, "
-        "replacing their records (harness.mirage.probing.retry)",
+        description="re-run exactly the probes recorded with a provider or agent error, "
+        "replacing their records (docs/running.md, 'Failed probes and --retry-errors')",
     )
 
     @field_validator("shard", mode="before")
@@ -312,3 +513,9 @@ class RunConfig(BaseModel):
         if self.trunk_model == SCRIPTED_TRUNK_MODEL:
             return SCRIPTED_TRUNK_SUMMARIZER
         return self.trunk_model
+
+
+RUN_OPTIONS: dict[str, DeclaredOption] = declared_options(RunConfig)
+"""Every field of ``RunConfig`` with its declaration, in the model's order."""
+STUDY_FILE_ONLY = frozenset(name for name, option in RUN_OPTIONS.items() if option.flag is None)
+"""``RunConfig`` fields a study file sets but ``mirage run`` has no flag for."""

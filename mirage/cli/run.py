@@ -190,42 +190,15 @@ def _clock_text(seconds: float) -> str:
 def run(
     ctx: typer.Context,
     study: ro.Study = None,
-    model: ro.Models = None,
-    references: ro.References = None,
-    trunk_model: ro.TrunkModel = ro.DEFAULTS.trunk_model,
-    summarizer: ro.Summarizer = None,
-    api_base: ro.ApiBase = None,
-    request_timeout: ro.RequestTimeout = ro.DEFAULTS.request_timeout_s,
-    adapters: ro.Adapters = ro.DEFAULTS.adapters,
-    pack: ro.Pack = ro.DEFAULTS.pack,
-    profile: ro.Profile = ro.DEFAULTS.profile,
-    scoring: ro.Scoring = ro.DEFAULTS.scoring,
-    conditions: ro.Conditions = ro.DEFAULT_CONDITIONS,
-    repeats: ro.Repeats = ro.DEFAULTS.repeats,
-    limit: ro.Limit = ro.DEFAULTS.limit or 0,
-    seed: ro.Seed = ro.DEFAULTS.seed,
-    summary_format: ro.SummaryFormats = None,
-    calibration: ro.Calibration = None,
-    memory_flush: ro.MemoryFlush = ro.DEFAULTS.memory_flush,
-    agent: ro.Agent = None,
-    agent_model: ro.AgentModel = None,
-    agent_api_key: ro.AgentApiKey = None,
-    agent_timeout: ro.AgentTimeout = ro.DEFAULTS.agent_timeout_s,
-    memory_url: ro.MemoryUrl = None,
-    memory_token: ro.MemoryToken = None,
-    openclaw_config: ro.OpenclawConfig = None,
-    out: ro.Out = ro.DEFAULTS.out,
-    concurrency: ro.Concurrency = ro.DEFAULTS.concurrency,
-    shard: ro.ShardOption = None,
-    retry_errors: ro.RetryErrors = ro.DEFAULTS.retry_errors,
     dry_run: ro.DryRun = False,
+    **_options: Any,
 ) -> None:
     """Run MIRAGE end to end: workspace, trunk and checkpoints, probes under each condition on
     fresh restores, scoring and the report. With no options: the bundled pack on the embedded
     SmolLM2 model and the three reference agents, 12 questions (6 pairs) under C0 and Cm, and a
     comparison that opens with what the rows show; --limit 0 uses every question. With --study
     FILE: the run that file writes down, the flags given here overriding it."""
-    config = _config(study, ro.given_options(ctx))  # the parameters are read through ctx
+    config = _config(study, ro.given_options(ctx))  # the run options, read by field through ctx
     if dry_run:
         typer.echo(_plan(config))
         return
@@ -409,4 +382,4 @@ def _known_failure(exc: Exception) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
+    app.command("run")(ro.with_run_options(run))  # RunConfig's declared options as parameters

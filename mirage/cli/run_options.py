@@ -1,45 +1,34 @@
-"""The options of ``mirage run``, one annotated type each, grouped in help panels (model, pack
-and depth, compaction, agent, output), and how the given ones become ``RunConfig`` fields.
+"""The options of ``mirage run``, generated from ``RunConfig``'s declarations (``RUN_OPTIONS``:
+each field's help panel, help text, flag, short flag, environment variable, default and bound),
+and how the given ones become ``RunConfig`` fields.
+
+``with_run_options`` gives the command function one typer option per declared field that has a
+flag, between the command's own options (``--study``; ``--dry-run``, in the output panel), so
+the command names none of them: they are read back by field through ``given_options``.
 
 Precedence, lowest first: ``RunConfig``'s defaults, the study file (``--study``), the flags the
 user gave on the command line (click's parameter source says which were given: a flag left at
 its default never overrides the file).
 
-Above: the ``mirage run`` command (``mirage.cli.run``). Below: ``RunConfig`` (the fields, their
-defaults and checks) and ``harness.mirage.study`` (the file); nothing heavy is imported here.
+Above: the ``mirage run`` command (``mirage.cli.run``). Below: ``RunConfig`` and its
+declarations (``harness.mirage.config``, ``harness.kit.options``); nothing heavy is imported
+here.
 """
 
 from __future__ import annotations
 
+import inspect
+import typing
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from harness.mirage.config import FIELD_OF, SCRIPTED_TRUNK_SUMMARIZER, RunConfig
-from harness.mirage.trunk.checkpoints import SCRIPTED_TRUNK_MODEL
-from mirage.cli.options import (
-    MODEL,
-    OUT,
-    REQUEST_TIMEOUT,
-    REQUEST_TIMEOUT_HELP,
-    SUMMARY_FORMAT,
-)
+from harness.kit.options import DeclaredOption, Given
+from harness.mirage.config import OUTPUT_PANEL, PANELS, RUN_OPTIONS
 
-DEFAULTS = RunConfig.model_construct()
-"""``RunConfig``'s defaults (unvalidated, nothing else set): the API and the command share them."""
-DEFAULT_CONDITIONS = ",".join(DEFAULTS.conditions)
-
-MODEL_PANEL = "Model"
-PACK_PANEL = "Pack and depth"
-COMPACTION_PANEL = "Compaction"
-AGENT_PANEL = "Agent"
-OUTPUT_PANEL = "Output"
-
-
-def _option(*names: str, panel: str, **options: Any) -> Any:
-    return typer.Option(*names, rich_help_panel=panel, **options)
-
+C = TypeVar("C", bound=Callable[..., Any])
 
 Study = Annotated[
     Path | None,
@@ -49,171 +38,10 @@ Study = Annotated[
         dir_okay=False,
     ),
 ]
-Models = Annotated[
-    list[str] | None,
-    _option(
-        *MODEL,
-        panel=MODEL_PANEL,
-        help="Answerer model (repeatable); default the embedded SmolLM2. "
-        "reference/retriever, reference/context-reader and reference/confabulator are "
-        "reference agents with known grounding behaviour (docs/references.md)",
-    ),
-]
-References = Annotated[
-    bool | None,
-    _option(
-        "--references/--no-references",
-        panel=MODEL_PANEL,
-        help="Also run the three reference agents (seconds; their rows and the instrument "
-        "check open the comparison); default: on when no --model is given",
-        show_default=False,
-    ),
-]
-TrunkModel = Annotated[
-    str,
-    _option(
-        panel=MODEL_PANEL,
-        help=f"Model that plays the trunk; '{SCRIPTED_TRUNK_MODEL}' replays fixed replies",
-    ),
-]
-Summarizer = Annotated[
-    str | None,
-    _option(
-        panel=MODEL_PANEL,
-        help="Compaction summarizer model (default: the trunk model; with a scripted trunk, "
-        f"the reference summarizer {SCRIPTED_TRUNK_SUMMARIZER})",
-    ),
-]
-ApiBase = Annotated[
-    str | None,
-    _option(
-        panel=MODEL_PANEL,
-        help="Base URL for non-local models (OpenAI-compatible); checked to answer before the "
-        "run starts",
-    ),
-]
-RequestTimeout = Annotated[
-    float, _option(*REQUEST_TIMEOUT, panel=MODEL_PANEL, min=0.1, help=REQUEST_TIMEOUT_HELP)
-]
-Adapters = Annotated[bool, _option(panel=MODEL_PANEL, help="Pseudo-tool adapters on")]
-Pack = Annotated[str, _option(panel=PACK_PANEL, help="Bundled pack name or pack folder")]
-Profile = Annotated[str, _option(panel=PACK_PANEL, help="Depth profile: paper or scaled")]
-Scoring = Annotated[
-    str,
-    _option(
-        panel=PACK_PANEL,
-        help="Probe wording and scoring rules: paper (the authors' released scorer) or "
-        "lenient (tolerant; docs/metrics.md)",
-    ),
-]
-Conditions = Annotated[str, _option(panel=PACK_PANEL, help="Comma list of C0, Cm")]
-Repeats = Annotated[int, _option(panel=PACK_PANEL, min=1, help="Independent repeats per probe")]
-Limit = Annotated[
-    int,
-    _option(
-        panel=PACK_PANEL,
-        min=0,
-        help="Questions to use, as whole answerable/unanswerable pairs "
-        "spread over the evidence objects; 0 = every question",
-    ),
-]
-Seed = Annotated[int, _option(panel=PACK_PANEL, help="Filler sampling seed")]
-SummaryFormats = Annotated[
-    list[str] | None,
-    _option(
-        *SUMMARY_FORMAT,
-        panel=COMPACTION_PANEL,
-        help="Compaction summary format (verbatim, free-form, per-fact-citations, "
-        "template:FILE); repeat it or give a comma list: the trunk is built once and every "
-        "format after the first adds the state S2@<format>, branched from the same state right "
-        "before the first compaction (docs/compaction.md)  [default: verbatim]",
-        show_default=False,
-    ),
-]
-Calibration = Annotated[
-    bool | None,
-    _option(
-        "--calibration/--no-calibration",
-        panel=COMPACTION_PANEL,
-        help="Also branch the compaction calibration arms from the pre-compaction state: "
-        "summary formats written by reference summarizers with declared retention "
-        "(S2@verbatim~reference-keep-charts, …; docs/references.md), probed by the "
-        "reference agents only; default: on when the reference agents run",
-        show_default=False,
-    ),
-]
-MemoryFlush = Annotated[bool, _option(panel=COMPACTION_PANEL, help="Pre-compaction memory flush")]
-Agent = Annotated[
-    str | None,
-    _option(
-        panel=AGENT_PANEL,
-        help="Evaluate an agent we did not write instead of --model: "
-        "openai:http://HOST:PORT/v1 (an OpenAI-compatible endpoint), cmd:PATH (one JSON "
-        "request on stdin, one JSON reply on stdout; docs/own_agent.md) or openclaw (the "
-        "installed OpenClaw, answering with the first --model; docs/openclaw.md)",
-    ),
-]
-AgentModel = Annotated[
-    str | None,
-    _option(panel=AGENT_PANEL, help="Model name sent to an openai: agent (also the folder)"),
-]
-AgentApiKey = Annotated[
-    str | None,
-    _option(
-        panel=AGENT_PANEL, help="Bearer key for an openai: agent", envvar="MIRAGE_AGENT_API_KEY"
-    ),
-]
-AgentTimeout = Annotated[
-    float, _option(panel=AGENT_PANEL, min=0.1, help="Seconds an agent may take for one probe")
-]
-MemoryUrl = Annotated[
-    str | None,
-    _option(
-        panel=AGENT_PANEL,
-        help="Serve the memory server here for the agent (http://HOST:PORT/mcp); each probe "
-        "also gets its own URL .../t/<tag>/mcp, sent as header X-Mirage-Memory-Url",
-    ),
-]
-MemoryToken = Annotated[
-    str | None,
-    _option(
-        panel=AGENT_PANEL,
-        help="Bearer token the memory server requires (needed off loopback)",
-        envvar="MIRAGE_MEMORY_TOKEN",
-    ),
-]
-OpenclawConfig = Annotated[
-    Path | None,
-    _option(
-        panel=AGENT_PANEL,
-        help="With --agent openclaw: your OpenClaw settings (JSON5, as openclaw.json), "
-        "merged over the generated config and checked by `openclaw config validate`",
-        exists=True,
-        dir_okay=False,
-    ),
-]
-Out = Annotated[Path, _option(*OUT, panel=OUTPUT_PANEL, help="Output folder (re-run to resume)")]
-Concurrency = Annotated[int, _option(panel=OUTPUT_PANEL, min=1, help="Probes in flight at once")]
-ShardOption = Annotated[
-    str | None,
-    _option(
-        panel=OUTPUT_PANEL,
-        help="Run only shard K of N (K/N) of the study's probes, e.g. on N machines with the "
-        "same flags and their own --out; `mirage merge` joins them (docs/running.md)",
-    ),
-]
-RetryErrors = Annotated[
-    bool,
-    _option(
-        panel=OUTPUT_PANEL,
-        help="Re-run exactly the probes recorded with a provider or agent error (same flags "
-        "otherwise), replacing their records atomically; nothing else runs",
-    ),
-]
 DryRun = Annotated[
     bool,
-    _option(
-        panel=OUTPUT_PANEL,
+    typer.Option(
+        rich_help_panel=OUTPUT_PANEL,
         help="Plan only: the summarizer (and its chunks when the compaction input exceeds its "
         "window), probes, input tokens per state (from existing checkpoints, else "
         "estimated from the pack and the profile), output budget and cost with and "
@@ -221,41 +49,116 @@ DryRun = Annotated[
     ),
 ]
 
-NOT_FIELDS = frozenset({"study", "dry_run"})
-"""Parameters of the command that are not run options."""
+
+def cli_options(
+    options: Mapping[str, DeclaredOption] = RUN_OPTIONS,
+) -> list[DeclaredOption]:
+    """The declared options that have a flag, in ``RunConfig``'s order."""
+    return [option for option in options.values() if option.flag is not None]
 
 
-def _conditions(value: str) -> list[str]:
+def _cli_type(option: DeclaredOption) -> Any:
+    """The type typer parses the flag's value as."""
+    given = option.option.given
+    if given in (Given.REPEATED, Given.REPEATED_OR_COMMAS):
+        return list[str] | None
+    if given is Given.COMMA_LIST:
+        return str
+    if given is Given.ZERO_FOR_NONE:
+        return int
+    if given is Given.TEXT:
+        return str | None
+    annotation = option.field.annotation
+    return str if typing.get_origin(annotation) is typing.Literal else annotation
+
+
+def _cli_default(option: DeclaredOption) -> Any:
+    """The flag's default, from the field's (a list given by repeating the flag: none)."""
+    given, default = option.option.given, option.default
+    if given in (Given.REPEATED, Given.REPEATED_OR_COMMAS) or default is None:
+        return None
+    if given is Given.COMMA_LIST:
+        return ",".join(default)
+    if given is Given.ZERO_FOR_NONE:
+        return default or 0
+    return str(default) if given is Given.TEXT else default
+
+
+def run_parameter(option: DeclaredOption) -> inspect.Parameter:
+    """The typer option of one declared field: ``--flag`` (``--flag/--no-flag`` for a
+    boolean) and its short flag, in its help panel, with its help, bound and variable."""
+    flag = str(option.flag)
+    names = [f"{flag}/--no-{flag[2:]}" if option.is_bool else flag]
+    names += [option.option.short] if option.option.short else []
+    default = _cli_default(option)
+    settings = typer.Option(
+        *names,
+        rich_help_panel=option.option.panel,
+        help=option.option.help,
+        min=option.lower_bound,
+        envvar=option.option.envvar,
+        exists=option.option.existing_file,
+        dir_okay=not option.option.existing_file,
+    )
+    annotation = Annotated[_cli_type(option), settings]  # type: ignore[valid-type]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(option.param, keyword, default=default, annotation=annotation)
+
+
+def _panel_rank(parameter: inspect.Parameter) -> int:
+    """Where a parameter's help panel comes (-1: typer's own panel, shown first)."""
+    infos = typing.get_args(parameter.annotation)[1:]
+    panel = next((getattr(info, "rich_help_panel", None) for info in infos), None)
+    return PANELS.index(panel) if panel in PANELS else -1
+
+
+def with_run_options(command: C, options: Mapping[str, DeclaredOption] = RUN_OPTIONS) -> C:
+    """``command`` with a typer option for every declared option that has a flag: its own
+    parameters (but ``**options``, where the declared ones arrive; typer passes every parameter
+    by name) and the declared ones, ordered by help panel (``PANELS``; typer's own panel first),
+    the command's own after the declared ones of their panel."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = inspect.signature(command, eval_str=True).parameters.values()
+    kept = [p.replace(kind=keyword) for p in own if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    declared = [run_parameter(option) for option in cli_options(options)]
+    signature = inspect.Signature(sorted([*declared, *kept], key=_panel_rank))
+    command.__signature__ = signature  # type: ignore[attr-defined]
+    return command
+
+
+def _comma_list(option: DeclaredOption, value: str) -> list[str]:
     items = [item.strip() for item in value.split(",") if item.strip()]
-    unknown = [item for item in items if item not in {"C0", "Cm"}]
-    if not items or unknown:
-        raise typer.BadParameter(f"conditions must be a comma list of C0 and Cm, got {value!r}")
+    choices = option.choices
+    if not items or any(item not in choices for item in items):
+        raise typer.BadParameter(
+            f"{option.param} must be a comma list of {' and '.join(choices)}, got {value!r}"
+        )
     return items
 
 
-def _summary_formats(values: list[str]) -> list[str]:
-    """``--summary-format`` repeated and/or as comma lists, in order (a repeat is refused by
-    ``RunConfig``, naming it)."""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def _field_value(param: str, value: Any) -> Any:
-    if param == "conditions":
-        return _conditions(value)
-    if param == "limit":
-        return value or None  # 0 = every question
-    if param == "summary_format":
-        return _summary_formats(value)
+def _field_value(option: DeclaredOption, value: Any) -> Any:
+    """The field's value of what the flag was given (``--limit 0``: None, every question;
+    ``--summary-format`` repeated and/or as comma lists: the items in order, a repeat refused
+    by ``RunConfig`` naming it)."""
+    given = option.option.given
+    if given is Given.COMMA_LIST:
+        return _comma_list(option, value)
+    if given is Given.ZERO_FOR_NONE:
+        return value or None
+    if given is Given.REPEATED_OR_COMMAS:
+        return [part.strip() for item in value for part in item.split(",") if part.strip()]
     return value
 
 
-def given_options(ctx: typer.Context) -> dict[str, Any]:
+def given_options(
+    ctx: typer.Context, options: Mapping[str, DeclaredOption] = RUN_OPTIONS
+) -> dict[str, Any]:
     """The run options the user gave on the command line (or through an environment
     variable), by ``RunConfig`` field; options left at their defaults are not in it."""
     given: dict[str, Any] = {}
-    for param, value in ctx.params.items():
-        source = ctx.get_parameter_source(param)
-        if param in NOT_FIELDS or source is None or source.name == "DEFAULT":  # typer's click
+    for option in cli_options(options):
+        source = ctx.get_parameter_source(option.param)
+        if source is None or source.name == "DEFAULT":  # typer's click
             continue
-        given[FIELD_OF.get(param, param)] = _field_value(param, value)
+        given[option.name] = _field_value(option, ctx.params[option.param])
     return given

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.mirage.config import RunConfig
+from harness.kit.options import StudyRole
+from harness.mirage.config import RUN_OPTIONS, RunConfig
 from harness.mirage.run import MirageRun, ResumeError
 from harness.mirage.run.resume import FIXED_KEYS, check_same_study
 from harness.mirage.run.shards import write_study
@@ -102,6 +103,24 @@ def test_a_resume_may_not_leave_out_recorded_probes(
     with pytest.raises(ResumeError, match="a resume may only add probes") as refused:
         _check(run)
     assert said in str(refused.value)
+
+
+def test_a_resume_may_not_leave_out_the_calibration_arms(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run = _study(out, references=True)  # the calibration arms run with the reference agents
+    out.mkdir(parents=True)
+    write_study(run.config, run.pack.root, run.strategy.family(run))
+    with pytest.raises(ResumeError, match="a resume may only add probes") as refused:
+        _check(_study(out, references=True, calibration=False))
+    assert "verbatim~reference/keep-nothing" in str(refused.value)
+
+
+def test_every_option_that_grows_has_its_check_and_a_case() -> None:
+    """The options ``RunConfig`` declares ``GROWS`` are the ones ``_check_only_grows`` checks
+    (each its own way) and this file shrinks (``LEFT_OUT``, fewer repeats below, the calibration
+    arms above): declaring another one needs its check there and a case here."""
+    grows = {name for name, o in RUN_OPTIONS.items() if o.option.study is StudyRole.GROWS}
+    assert grows == {"conditions", "repeats", "limit", "summary_formats", "calibration"}
 
 
 def test_a_resume_may_add_probes_and_change_answerers(tmp_path: Path) -> None:

@@ -63,7 +63,10 @@ class RunBackbones:
                 return ReferenceSummarizer(model)
             except ValueError as exc:
                 raise RunInputError(str(exc)) from exc
-        options: dict[str, Any] = {"max_output_tokens": max_output_tokens, "timeout_s": self.timeout_s}
+        options: dict[str, Any] = {
+            "max_output_tokens": max_output_tokens,
+            "timeout_s": self.timeout_s,
+        }
         if context_window is not None:
             options["context_window"] = context_window
         api_base = self._api_base(model)

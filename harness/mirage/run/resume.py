@@ -3,16 +3,19 @@ shard, the study it holds (``study.json``: a resume keeps every option that defi
 or records, and may only add probes), scoring profile, summary format of each recorded state,
 and the finished family read back against the records that name its checkpoints.
 
-Above: ``MirageRun``. Below: the results logs, the study and shard file, the family's files.
+Above: ``MirageRun``. Below: the results logs, the study and shard file, the family's files,
+and ``RunConfig``'s declarations (which options are kept, how each is spelt as a flag).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.kit.options import DeclaredOption, Given
 from harness.kit.results import RESULTS_FILE, read_records
-from harness.mirage.config import STUDY_FILE_ONLY, flag_of
+from harness.mirage.config import KEPT, RUN_OPTIONS, STUDY_FILE_ONLY, flag_of
 from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.run.errors import ResumeError
 
@@ -42,21 +45,14 @@ def check_resumable(run: RunLayout, family: TrunkFamily, family_id: str | None) 
     _check_family_read_back(family, recorded)
 
 
-FIXED_KEYS = (
-    "pack",
-    "profile",
-    "window",
-    "seed",
-    "trunk_model",
-    "summarizer",
-    "memory_flush",
-    "trunk_max_output_tokens",
-    "scoring",
-    "probe_max_output_tokens",
-    "adapters",
-)
+def fixed_keys(options: Mapping[str, DeclaredOption] = RUN_OPTIONS) -> tuple[str, ...]:
+    """The study keys of the options declared ``KEPT``, in ``RunConfig``'s order."""
+    return tuple(str(o.study_key) for o in options.values() if o.option.study is KEPT)
+
+
+FIXED_KEYS = fixed_keys()
 """Study keys (``harness.mirage.run.shards.study_file``) that define a run folder's checkpoints or
-records: a resume keeps each of them."""
+records (the options ``RunConfig`` declares ``KEPT``): a resume keeps each of them."""
 
 AGENT_KEYS = ("agent_kind", "agent_model")
 """The agent under test: an answerer on the run's trunk (``openai:``, ``cmd:``, each in its own
@@ -135,8 +131,9 @@ def _check_only_grows(run: RunLayout, before: dict[str, Any], after: dict[str, A
 
 def _shown(key: str, value: Any) -> str:
     """An option with its value as the user gives it (a flag, or a study file's key)."""
-    if key == "limit" and value is None:
-        value = 0  # every question, as --limit 0 says
+    option = RUN_OPTIONS.get(key)
+    if value is None and option is not None and option.option.given is Given.ZERO_FOR_NONE:
+        value = 0  # limit: every question, as --limit 0 says
     if key in STUDY_FILE_ONLY:
         return f"{key} = {'(default)' if value is None else value}"
     if isinstance(value, bool):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness.kit.options import DeclaredOption
 from harness.kit.results import RESULTS_FILE, read_records, rewrite_records
 from harness.kit.rundir import RUN_CONFIG, write_workspace_link
-from harness.mirage.config import RunConfig, Shard
+from harness.mirage.config import RUN_OPTIONS, RunConfig, Shard
 from harness.mirage.probing.records import ProbeRecord, RecordKey
 from harness.mirage.probing.visibility import VISIBILITY_FILE
 from runtime.snapshot import validation_problem
@@ -82,26 +83,15 @@ class StudyFile(BaseModel):
     family: str | None
 
 
-STUDY_FIELDS = (
-    "pack",
-    "profile",
-    "scoring",
-    "conditions",
-    "repeats",
-    "limit",
-    "summary_formats",
-    "memory_flush",
-    "seed",
-    "trunk_model",
-    "models",
-    "agent_model",
-    "window",
-    "adapters",
-    "trunk_max_output_tokens",
-    "probe_max_output_tokens",
-)
+def study_fields(options: Mapping[str, DeclaredOption] = RUN_OPTIONS) -> frozenset[str]:
+    """The fields declared part of the study and held as themselves in ``study.json``."""
+    return frozenset(name for name, option in options.items() if option.study_key == name)
+
+
+STUDY_FIELDS = study_fields()
 """The ``RunConfig`` fields every shard of a study shares (machine-local ones such as
-``--out``, ``--api-base``, an agent's URL or ``--concurrency`` may differ)."""
+``--out``, ``--api-base``, an agent's URL or ``--concurrency`` may differ); the options held
+resolved (``summarizer``, ``agent_kind``, ``calibration_formats``) are added by ``study_file``."""
 
 
 def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyFile:
@@ -109,7 +99,7 @@ def study_file(config: RunConfig, pack_root: Path, family: str | None) -> StudyF
     from harness.kit.rundir import pack_digest
     from harness.mirage.config import NAMED_AGENTS
 
-    study = config.model_dump(mode="json", include=set(STUDY_FIELDS))
+    study = config.model_dump(mode="json", include=set(STUDY_FIELDS))  # then the resolved keys
     study["summarizer"] = config.summarizer
     study["agent_kind"] = agent_spec(config.agent, named=NAMED_AGENTS)[0] if config.agent else None
     study["calibration_formats"] = config.calibration_formats
