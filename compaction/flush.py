@@ -77,9 +77,12 @@ async def memory_flush(
     context_tokens: int,
     prompt: str = FLUSH_PROMPT,
     writer: NoteWriter | None = None,
+    date: str | None = None,
 ) -> FlushRecord:
     """Run one flush turn on ``agent`` and record it; never raises for provider trouble. With
-    a ``writer`` (a reference summarizer) its notes are appended instead, with no model turn."""
+    a ``writer`` (a reference summarizer) its notes are appended instead, with no model turn.
+    ``date`` (ISO) is the day the prompt names for the notes file (default today); it should be
+    the memory server's note date."""
     session = agent.session
     cycle = session.compaction.count
     if MEMORY_TOOL not in {spec.name for spec in agent.tools}:
@@ -89,7 +92,8 @@ async def memory_flush(
     elif writer is not None:
         record = await _write_notes(agent, writer, context_tokens, cycle)
     else:
-        record = await _flush_turn(agent, context_tokens, cycle, prompt)
+        text = prompt.replace("{date}", date or dt.date.today().isoformat())
+        record = await _flush_turn(agent, context_tokens, cycle, text)
     _store(session, record)
     log.info(
         "memory_flush",
@@ -135,9 +139,8 @@ async def _write_notes(
 
 async def _flush_turn(agent: Agent, context_tokens: int, cycle: int, prompt: str) -> FlushRecord:
     mark = len(agent.session.messages)
-    text = prompt.replace("{date}", dt.date.today().isoformat())
     try:
-        turn = await agent.turn(text, purpose="flush")
+        turn = await agent.turn(prompt, purpose="flush")
     except ProviderError as error:
         return FlushRecord(
             status="failed", context_tokens=context_tokens, compaction_cycle=cycle, error=str(error)

@@ -48,13 +48,17 @@ class CompactionPolicy:
         summarizer: Backbone | None = None,
         flush_prompt: str = FLUSH_PROMPT,
         on_chunk: ChunkProgress | None = None,
+        notes_date: str | None = None,
     ) -> None:
-        """``on_chunk`` hears each summary's progress (chunks done, in all)."""
+        """``on_chunk`` hears each summary's progress (chunks done, in all); ``notes_date``
+        (ISO) is the day the memory flush's prompt names (default today), which should be the
+        memory server's note date."""
         self.config = config or CompactionConfig()
         self.on_chunk = on_chunk
         chosen = strategy if strategy is not None else self.config.format
         self.strategy = get_strategy(chosen) if isinstance(chosen, str) else chosen
         self.flush_prompt = flush_prompt
+        self.notes_date = notes_date
         self._summarizer = summarizer
         self._flushing = False
         self._overflow_streak = 0
@@ -92,7 +96,7 @@ class CompactionPolicy:
         (a reference summarizer, ``compaction.references.NoteWriter``)."""
         summarizer = self.summarizer(agent)
         writer = summarizer if isinstance(summarizer, NoteWriter) else None
-        return await memory_flush(agent, eit, self.flush_prompt, writer)
+        return await memory_flush(agent, eit, self.flush_prompt, writer, self.notes_date)
 
     def claim_flush(self, session: Session, eit: int, budget: CompactionBudget) -> bool:
         """Whether a turn that ended at ``eit`` is followed by the memory flush (flush on, not

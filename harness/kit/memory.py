@@ -57,15 +57,19 @@ def memory_endpoint(
     *,
     url: str | None = None,
     token: str | None = None,
+    note_date: str | None = None,
 ) -> Iterator[MemoryEndpoint]:
-    """The memory server over HTTP at ``url`` (default a free loopback port)."""
+    """The memory server over HTTP at ``url`` (default a free loopback port); ``note_date``
+    (ISO) fixes the dated notes file ``memory_append`` writes (default today)."""
     from memory_server.http import HttpServerThread
     from memory_server.server import build_server
     from memory_server.service import MemoryService
     from memory_server.workspace import Workspace
 
     host, port = memory_binding(url, token) if url else ("127.0.0.1", 0)
-    service = MemoryService(Workspace.open(workspace), index, call_log=call_log)
+    service = MemoryService(
+        Workspace.open(workspace), index, call_log=call_log, note_date=note_date
+    )
     server = build_server(workspace, service=service, transport="streamable-http")
     with HttpServerThread(server, host=host, port=port, token=token) as http:
         log.info("memory_server_listening", url=http.url)

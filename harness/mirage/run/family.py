@@ -32,6 +32,7 @@ from harness.mirage.trunk.checkpoints import (
     mark_family_complete,
     read_checkpoint,
 )
+from harness.mirage.trunk.runner import TRUNK_DATE
 
 if TYPE_CHECKING:
     from harness.mirage.run.layout import RunLayout
@@ -122,7 +123,8 @@ class TrunkFamily:
         run = self.run
         models = self._models()
         branches: Branches = {}
-        with memory_endpoint(run.workspace, index, run.out / "trunk-calls.jsonl") as memory:
+        trunk_calls = run.out / "trunk-calls.jsonl"
+        with memory_endpoint(run.workspace, index, trunk_calls, note_date=TRUNK_DATE) as memory:
             async with AsyncExitStack() as stack:
                 tools = await stack.enter_async_context(
                     MCPToolset([MCPServerConfig(name="memory", url=memory.tagged_url("trunk"))])

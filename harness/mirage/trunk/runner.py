@@ -52,6 +52,10 @@ log = structlog.get_logger(__name__)
 
 RUN_WORKSPACE = "workspace"  # the run's workspace, relative to its --out (MirageRun.workspace)
 PACK_VERSION_TAG = "pack"
+TRUNK_DATE = "2026-01-01"
+"""The trunk's day: its memory flush's prompt names ``memory/<TRUNK_DATE>.md`` and the memory
+server writes the trunk's notes there, whatever day the trunk is built, so two builds of one
+family are identical on any day (docs/running.md, Reproducibility)."""
 """The run workspace's version as the pack materialised it: a trunk built in the run folder
 starts from it, not from notes an earlier, unfinished trunk wrote."""
 
@@ -130,7 +134,7 @@ class BranchingPolicy(CompactionPolicy):
         workspace_version: Callable[[], str | None] | None = None,
         on_chunk: ChunkProgress | None = None,
     ) -> None:
-        super().__init__(config, summarizer=summarizer, on_chunk=on_chunk)
+        super().__init__(config, summarizer=summarizer, on_chunk=on_chunk, notes_date=TRUNK_DATE)
         self.branch_point: bytes | None = None
         self.workspace_version = workspace_version
         self.pre_flush_version: str | None = None
