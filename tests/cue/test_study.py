@@ -81,6 +81,7 @@ def test_a_bad_study_is_one_line_naming_the_key_and_exit_2(
 
 def test_study_and_config_together_are_refused(tmp_path: Path) -> None:
     study = _study(tmp_path, "concurrency = 2\n")
+    (tmp_path / "x.yaml").write_text("concurrency: 2\n")
     result = CliRunner().invoke(
         app, ["cue", "run", "--study", str(study), "--config", str(tmp_path / "x.yaml")]
     )
