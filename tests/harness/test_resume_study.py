@@ -109,7 +109,7 @@ def test_a_resume_may_not_leave_out_the_calibration_arms(tmp_path: Path) -> None
     out = tmp_path / "run"
     run = _study(out, references=True)  # the calibration arms run with the reference agents
     out.mkdir(parents=True)
-    write_study(run.config, run.pack.root, run.strategy.family(run))
+    write_study(run.config, run.pack.root, run.family_id())
     with pytest.raises(ResumeError, match="a resume may only add probes") as refused:
         _check(_study(out, references=True, calibration=False))
     assert "verbatim~reference/keep-nothing" in str(refused.value)

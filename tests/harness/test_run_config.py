@@ -95,8 +95,8 @@ def test_request_timeout_reaches_the_provider_backbones(monkeypatch: pytest.Monk
     [config] = seen
     assert config.request_timeout_s == 7.5
     served = MirageRun(config.model_copy(update={"api_base": "http://127.0.0.1:9/v1"}))
-    offline = {"context_window": 8192, "cache_markers": False}  # nothing asks litellm
-    assert served.models.backbone("hosted_vllm/served", 64, **offline).timeout_s == 7.5
+    backbone = served.models.backbone("hosted_vllm/served", 64, context_window=8192)
+    assert backbone.timeout_s == 7.5  # type: ignore[attr-defined]
     refused = CliRunner().invoke(app, ["run", "--request-timeout", "0"])
     assert_one_line_error(refused, "--request-timeout", exit_code=2)
 
