@@ -233,3 +233,15 @@ async def test_flush_and_compaction_through_the_real_memory_server(workspace: Pa
     assert "chart_3f9a1c20: Berlin 1830 EUR (2019)" in note.read_text()
     after = _evidence_hashes(workspace)
     assert {p: d for p, d in after.items() if p != f"memory/{note.name}"} == before
+
+
+async def test_the_flush_names_the_notes_date_it_is_given(workspace: Path) -> None:
+    """A trunk's policy names its own day (``notes_date``), not today, in the flush prompt."""
+    async with _memory_tools(workspace) as tools:
+        agent, backbone, _ = _agent([reply("a", 10_000), reply("NO_REPLY", 10_100)], [], tools)
+        assert isinstance(agent.policy, CompactionPolicy)
+        agent.policy.notes_date = "2026-01-01"
+        await agent.turn("one")
+    flush_prompt = str(backbone.calls[-1])
+    assert "memory/2026-01-01.md" in flush_prompt
+    assert dt.date.today().isoformat() not in flush_prompt
