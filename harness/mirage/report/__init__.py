@@ -135,9 +135,10 @@ def _state_sections(agg: Aggregate) -> list[str]:
         tables.table1(agg),
         "## Table 2 — cross-state diagnostics",
         f"DS = 100·(GC[{roles.d0}] − GC[{roles.deep}])/GC[{roles.d0}]; "
-        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}] (proportion); Ret = share of "
+        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}]; Ret = share of "
         f"{roles.d0}-correct probes still correct at {roles.deep} (mean over runs); MI_d80k = MI "
-        f"at {roles.deep} (percent); OG as proportions.",
+        f"at {roles.deep}. Rates in percent, differences (Δcomp, OG) in percentage points: the "
+        "paper prints Δcomp and OG as fractions (divide by 100).",
         tables.table2(agg),
         "## Wilson 95% intervals (per run; pooled rows labelled)",
         tables.intervals_table(agg),
