@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from harness.kit.rundir import run_config_path
 from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report.aggregate import Aggregate
-from harness.mirage.report.sections import Section, markdown_html
+from harness.mirage.report.sections import Section, markdown_html, markdown_inline_html
 from harness.mirage.scoring.metrics import PROBE_INDICATORS, get_metric
 
 log = structlog.get_logger(__name__)
@@ -338,7 +338,7 @@ def write_comparison_html(
         {
             "id": section.anchor,
             "title": section.title,
-            "reading": section.reading,
+            "reading": markdown_inline_html(section.reading),
             "figure": None if section.figure is None else _data_uri(section.figure),
             "html": markdown_html("\n\n".join(p for p in (section.body, section.appendix) if p)),
         }
@@ -352,9 +352,9 @@ def write_comparison_html(
             note=banner,
             verdict=markdown_html(verdict),
             headline=None if headline is None else _data_uri(headline),
-            headline_caption=headline_caption,
+            headline_caption=markdown_inline_html(headline_caption),
             table=markdown_html(table),
-            table_reading=table_reading,
+            table_reading=markdown_inline_html(table_reading),
             sections=shown,
             provenance=[],
             preface="",

@@ -18,8 +18,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-_BACKTICKS = re.compile(r"`+")
-
 
 class Section(BaseModel):
     title: str
@@ -35,12 +33,13 @@ class Section(BaseModel):
         return re.sub(r"\s", "-", slug)
 
 
-def quoted(text: str, info: str = "text") -> str:
-    """``text`` as a fenced block, the fence longer than any run of backticks inside it, so
-    nothing in it (``## Goal``, ``- **bold**``) is read as the report's own Markdown."""
-    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
+def quoted(text: str) -> str:
+    """``text`` as an indented code block: nothing in it (``## Goal``, ``- **bold**``, a fence)
+    is read as the report's own Markdown, and none of its lines starts a line of the report
+    (an outline that only looks at line starts, ``grep '^#'``, sees none of its headings)."""
+    if not text.strip():
+        return "*(empty)*"
+    return "\n".join(f"    {line}" if line.strip() else "" for line in text.splitlines())
 
 
 def _figure_markdown(section: Section, figures_folder: str) -> str:
@@ -80,3 +79,10 @@ def markdown_html(markdown: str) -> str:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("js-default").render(markdown)
+
+
+def markdown_inline_html(markdown: str) -> str:
+    """One line of the report's Markdown (a reading, a caption) as inline HTML, escaped."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("js-default").renderInline(markdown)
