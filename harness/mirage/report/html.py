@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from harness.kit.rundir import run_config_path
 from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.report.figures import CAPTIONS
 from harness.mirage.report.sections import Section, markdown_html, markdown_inline_html
 from harness.mirage.scoring.metrics import PROBE_INDICATORS, get_metric
 
@@ -295,7 +296,7 @@ def render_html(
             provenance=list(provenance),
             preface=markdown_html(preface),
             sections=sections,
-            figures=[(p.stem, _data_uri(p)) for p in figures],
+            figures=[(p.stem, _data_uri(p), CAPTIONS.get(p.name, "")) for p in figures],
             data=_embedded_json({"probes": probes}),
             filters=FILTERS,
         )
