@@ -133,3 +133,12 @@ def test_the_opening_is_grammatical_when_two_references_behave_alike(tmp_path: P
     assert f"{READER}'s GC holds (100% at S1-d0, 100% at S2 after compaction), and" in text
     assert f"{RETRIEVER}'s GC likewise holds (100% at S1-d0, 100% at S2" in text
     assert ", while " not in text
+
+
+def test_an_arm_that_repeats_the_runs_own_s2_is_said_to(tmp_path: Path) -> None:
+    """A folder from before runs refused a calibration arm equal to the trunk's own format
+    and summarizer: the two states stay, and the key says they are one arm."""
+    arm = "verbatim~reference/keep-charts"
+    text = _compare(_written(tmp_path / "run", (arm, arm))).markdown.read_text()
+    assert "- S2: verbatim by reference/keep-charts\n" in text
+    assert "- S2·a: verbatim by reference/keep-charts, the same arm as S2 (`S2@verbatim." in text

@@ -520,11 +520,16 @@ def described_states(summaries: Sequence[FormatSummary]) -> dict[str, str]:
     """Compaction state -> what wrote its summary (``verbatim by reference/keep-charts``)."""
     from harness.mirage.report.summary_checks import summarizer_of
 
-    described = {}
+    described: dict[str, str] = {}
+    first: dict[str, str] = {}
     for summary in summaries:
         plain = split_format(summary.summary_format)[0]
         who = summarizer_of(summary)
-        described[summary.state] = f"{plain} by {who}" if who else plain
+        arm = f"{plain} by {who}" if who else plain
+        same = first.setdefault(arm, summary.state)
+        described[summary.state] = (
+            arm if same == summary.state else f"{arm}, the same arm as {same}"
+        )
     return described
 
 
