@@ -230,7 +230,10 @@ def report(
             raise typer.BadParameter(str(exc)) from exc
         except ComparisonInputError as exc:
             raise _bad_file(exc) from exc
-        typer.echo(f"wrote {compared.markdown} and {compared.data} ({len(folders)} answerers)")
+        typer.echo(
+            f"wrote {compared.markdown}, {compared.appendix.name}, {compared.html.name} and "
+            f"{compared.data.name} ({len(folders)} answerers)"
+        )
 
 
 def _page(directory: Path) -> Path:

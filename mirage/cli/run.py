@@ -223,7 +223,10 @@ def _print_reports(reports: list[ReportFiles], config: RunConfig) -> None:
         compared = write_comparison(answerers, config.out, allow_incomparable=True)  # marked
         if compared.comparison.overview:
             typer.echo("\n" + compared.comparison.overview)
-        typer.echo(f"\ncomparison of {len(folders)} answerers: {compared.markdown}")
+        typer.echo(
+            f"\ncomparison of {len(folders)} answerers: {compared.markdown} (full tables: "
+            f"{compared.appendix.name}; in a browser: {compared.html.name})"
+        )
 
 
 def exit_on_failed_probes(folders: list[Path]) -> None:

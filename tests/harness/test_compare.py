@@ -70,8 +70,11 @@ def test_one_block_per_model_and_a_ranking(tmp_path: Path) -> None:
     files = write_comparison(_answerers(run), run)
     text = files.markdown.read_text()
     assert "All answerers ran the same pack" in text
-    assert "| steady | S1-d0 |" in text and "|  | S1-d50k |" in text
-    assert "| decaying | S1-d0 |" in text
+    appendix = files.appendix.read_text()  # Table 1's blocks: the full tables, linked
+    assert "[comparison-appendix.md](comparison-appendix.md)" in text
+    assert "| steady | S1-d0 |" in appendix and "|  | S1-d50k |" in appendix
+    assert "| decaying | S1-d0 |" in appendix
+    assert "| steady | C0 | 100 | 100 | 100 | 100 | 0 | 0 | 0/12 | none 100 |" in text
     ranked = files.comparison.ranking["C0"]
     assert [r.label for r in ranked["DS"]] == ["steady", "decaying"]
     assert ranked["DS"][1].value == 100.0

@@ -57,17 +57,18 @@ def test_every_legend_entry_looks_like_bars_on_the_figure() -> None:
 
 def test_path_composition_stacks_the_four_paths() -> None:
     """C0 probes made no call and reported no context: R_none; Cm probes recalled: R_tool.
-    Each bar is four stacked segments summing to 100 in priority order."""
+    Each bar (a row: answerer, condition, state) is four stacked segments summing to 100 in
+    priority order."""
     ax = path_composition({"": _aggregate(GROUNDED)}).axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["R_context", "R_boot", "R_tool", "R_none"]
-    bars = len(ax.get_xticks())
+    bars = len(ax.get_yticks())
     assert bars == 6  # (C0, Cm) x three states
     segments = [ax.patches[i * bars:(i + 1) * bars] for i in range(4)]  # fmt: skip
-    heights = [[p.get_height() for p in path] for path in segments]
-    assert heights[3][:3] == [100.0] * 3 and heights[2][3:] == [100.0] * 3  # R_none / R_tool
-    assert [sum(column) for column in zip(*heights, strict=True)] == [100.0] * bars
-    assert [p.get_y() for p in segments[3][:3]] == [0.0] * 3  # nothing below R_none at C0
+    widths = [[p.get_width() for p in path] for path in segments]
+    assert widths[3][:3] == [100.0] * 3 and widths[2][3:] == [100.0] * 3  # R_none / R_tool
+    assert [sum(column) for column in zip(*widths, strict=True)] == [100.0] * bars
+    assert [p.get_x() for p in segments[3][:3]] == [0.0] * 3  # nothing before R_none at C0
 
 
 def test_an_undefined_value_is_a_gap_not_a_zero() -> None:

@@ -8,6 +8,7 @@ markers no reference output may hold."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator, Sequence
@@ -176,11 +177,13 @@ def test_the_html_pages_carry_the_overview_and_the_instrument_check(
     assert "<h2>Instrument check — path labels against the reference agents</h2>" in page
     agreed = f"<strong>{check['agreed']} of {check['declared']}</strong>"
     assert agreed in page
-    assert page.index(agreed) < page.index("<h2>reference/retriever</h2>")  # above the rows
-    assert "<th>VC∧R_none</th>" in page
+    assert page.index(agreed) < page.index("<h2>Table 1 — metrics per model, state and")
+    assert "<th>VC∧R_none %</th>" in page
+    shown = re.sub(r"<script.*?</script>|<pre>.*?</pre>", "", page, flags=re.S)
+    assert "**" not in shown and "\n- " not in shown  # no raw Markdown on the page
     reference_page = (out / "reference_confabulator" / "report.html").read_text()
     assert "<h2>Instrument check" in reference_page
-    assert "| VC∧R_none |" in (out / "comparison.md").read_text()
+    assert "| VC∧R_none % |" in (out / "comparison-appendix.md").read_text()  # Table 1
 
 
 def _canary_pack(tmp_path: Path) -> Path:

@@ -1,6 +1,7 @@
 """report.html in a real headless Chromium (Debian's chromium + chromium-driver, installed by
 .ci/run): loads from disk without console errors, filters change the visible rows, a probe opens
-and shows its raw reply. Screenshots land in the test's tmp_path."""
+and shows its raw reply; comparison.html's first screen (1400×900) holds the verdict, the
+headline figure and the compact table. Screenshots land in the test's tmp_path."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report import write_report
 from harness.mirage.report.compare import result_dirs, write_comparison
 from tests.harness.report_support import UNANSWERABLE_REPLIES, write_result_folder
+from tests.harness.test_references_e2e import default_run  # noqa: F401 (the default run's shape)
 
 pytestmark = pytest.mark.slow
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+FIRST_SCREEN = {"width": 1400, "height": 900}
 
 
 @pytest.fixture
@@ -187,3 +190,48 @@ async def test_visibility_grid_and_path_evidence_of_a_real_scripted_run(
     assert "nowhere" in browser.find_element(By.ID, "path-evidence").text
     browser.save_screenshot(str(tmp_path / "visibility.png"))
     assert _errors(browser) == []
+
+
+def test_the_comparison_first_screen_answers(
+    browser: Any,
+    default_run: tuple[Path, str, float],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The default run's comparison.html at 1400×900, not scrolled: the verdict, the headline
+    figure (loaded) and the compact table (one row per answerer and condition) lie wholly
+    inside the viewport; everything else starts below them, collapsed."""
+    from selenium.webdriver.common.by import By
+
+    out, _, _ = default_run
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {**FIRST_SCREEN, "deviceScaleFactor": 1, "mobile": False},
+    )
+    browser.get((out / "comparison.html").as_uri())
+    assert _errors(browser) == []
+    viewport = "return [window.innerWidth, window.innerHeight, window.scrollY]"
+    assert browser.execute_script(viewport) == [FIRST_SCREEN["width"], FIRST_SCREEN["height"], 0]
+    for element_id in ("verdict", "headline-figure", "headline-table"):
+        box = browser.execute_script(
+            "const r = document.getElementById(arguments[0]).getBoundingClientRect();"
+            "return {left: r.left, top: r.top, right: r.right, bottom: r.bottom};",
+            element_id,
+        )
+        assert box["left"] >= 0 and box["top"] >= 0, (element_id, box)
+        assert box["right"] <= FIRST_SCREEN["width"], (element_id, box)
+        assert box["bottom"] <= FIRST_SCREEN["height"], (element_id, box)
+    image = browser.find_element(By.CSS_SELECTOR, "#headline-figure img")
+    assert image.is_displayed() and browser.execute_script(
+        "return arguments[0].naturalWidth", image
+    )
+    rows = browser.find_elements(By.CSS_SELECTOR, "#headline-table tbody tr")
+    assert len(rows) == 4 * 2  # the model and three references, C0 and Cm
+    assert (
+        "reference/confabulator, which always answers YES"
+        in browser.find_element(By.ID, "verdict").text
+    )
+    closed = browser.find_elements(By.CSS_SELECTOR, "details.section:not([open])")
+    assert closed and all(
+        d.rect["y"] >= FIRST_SCREEN["height"] * 0.5 for d in closed
+    )  # below the headline
+    browser.save_screenshot(str(tmp_path / "comparison-first-screen.png"))

@@ -182,7 +182,7 @@ def test_grid_in_report_md_html_summary_and_comparison(tmp_path: Path) -> None:
     summary = json.loads(files.summary.read_text())
     assert summary["visibility"]["grid"]["S2"]["chart_1"] == "summary_only"
     compared = write_comparison({folder: visibility_records()}, tmp_path / "cmp")
-    assert "| S2 | summary only | nowhere |" in compared.markdown.read_text()
+    assert "| S2 | summary only | nowhere |" in compared.appendix.read_text()  # full tables
     data = json.loads(compared.data.read_text())
     assert data["summaries"]["tester"]["visibility"]["by_class"]["C0"]["nowhere"]["VC_k"] == 2
 

@@ -158,7 +158,8 @@ async def test_one_trunk_one_s2_per_format_and_the_report_shows_them(tmp_path: P
     compared = write_comparison({folder: records}, tmp_path / "cmp")
     text = compared.markdown.read_text()
     assert "## Summary formats at the compaction state" in text
-    assert "| oracle | C0 | free-form | S2@free-form |" in text
+    assert "- S2·a: free-form by summarizer (`S2@free-form`)" in text  # the state key
+    assert "| oracle | C0 | free-form | S2@free-form |" in compared.appendix.read_text()
     assert compared.comparison.comparable
 
 

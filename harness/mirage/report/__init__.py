@@ -37,7 +37,7 @@ from harness.mirage.probing.retry import FailureSummary, failure_summary, failur
 from harness.mirage.probing.visibility import check_visibility, read_visibility
 from harness.mirage.report import tables
 from harness.mirage.report.aggregate import Aggregate, StateRoles, aggregate
-from harness.mirage.report.figures import draw_figures
+from harness.mirage.report.figures import CAPTIONS, draw_figures
 from harness.mirage.report.formats import (
     check_summaries,
     format_rows,
@@ -119,7 +119,11 @@ def render_markdown(
         "## Cm − C0 (percentage points)",
         tables.deltas_table(agg) if agg.deltas else "No state ran both C0 and Cm.",
         "## Figures",
-        "\n".join(f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures) or "None.",
+        "\n\n".join(
+            f"![{p.stem}]({FIGURES_DIR}/{p.name})\n\n*{CAPTIONS.get(p.name, p.stem)}*"
+            for p in figures
+        )
+        or "None.",
     ]
     return "\n\n".join(sections) + "\n"
 
@@ -135,9 +139,10 @@ def _state_sections(agg: Aggregate) -> list[str]:
         tables.table1(agg),
         "## Table 2 — cross-state diagnostics",
         f"DS = 100·(GC[{roles.d0}] − GC[{roles.deep}])/GC[{roles.d0}]; "
-        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}] (proportion); Ret = share of "
+        f"Δcomp = GC[{roles.post}] − GC[{roles.deep}]; Ret = share of "
         f"{roles.d0}-correct probes still correct at {roles.deep} (mean over runs); MI_d80k = MI "
-        f"at {roles.deep} (percent); OG as proportions.",
+        f"at {roles.deep}. Rates in percent, differences (Δcomp, OG) in percentage points: the "
+        "paper prints Δcomp and OG as fractions (divide by 100).",
         tables.table2(agg),
         "## Wilson 95% intervals (per run; pooled rows labelled)",
         tables.intervals_table(agg),

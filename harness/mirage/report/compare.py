@@ -14,6 +14,12 @@ depth profile, scoring profile or depth coordinates (state names and their check
 refused, or with ``allow_incomparable`` written under a banner that says what differs. Summary
 formats are an axis, not a difference: SC and GC at each format's compaction state are shown
 side by side with the summaries (``harness.mirage.report.formats``).
+
+Read in two minutes (``harness.mirage.report.sections``): ``comparison.md`` and
+``comparison.html`` open with the verdict (what the rows show, in words), the headline figure
+(GC by state per answerer, with intervals) and one compact table per answerer; every other table
+and figure follows, each with a one-line reading (collapsed on the page), the full tables in
+``comparison-appendix.md``.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from compaction.config import split_format
 from harness.kit.provenance import differing_fields
-from harness.kit.report.tables import fmt, markdown_table
+from harness.kit.report.tables import markdown_table
 from harness.kit.results import RESULTS_FILE
 from harness.kit.rundir import run_config_path
 from harness.kit.stats import Interval, wilson_interval
@@ -35,7 +42,13 @@ from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.probing.visibility import VisibilityMap, read_visibility
 from harness.mirage.report import tables
 from harness.mirage.report.aggregate import Aggregate, StateRoles, aggregate
-from harness.mirage.report.figures import draw_figures
+from harness.mirage.report.figures import (
+    CAPTIONS,
+    HEADLINE_FIGURE,
+    StateNames,
+    draw_figures,
+    state_names,
+)
 from harness.mirage.report.formats import (
     FormatRow,
     FormatSummary,
@@ -45,9 +58,15 @@ from harness.mirage.report.formats import (
     state_formats,
     summaries_markdown,
 )
-from harness.mirage.report.html import answerer_label, write_html
-from harness.mirage.report.instrument import InstrumentCheck, check_section
+from harness.mirage.report.html import answerer_label, write_comparison_html
+from harness.mirage.report.instrument import (
+    InstrumentCheck,
+    agreement_markdown,
+    disagreements_markdown,
+    instrument_check,
+)
 from harness.mirage.report.overview import READER, overview
+from harness.mirage.report.sections import Section, appendix_markdown, report_markdown
 from harness.mirage.report.summary_checks import (
     RetentionCheck,
     SummaryCheck,
@@ -59,9 +78,10 @@ from harness.mirage.report.summary_checks import (
     summary_checks,
 )
 from harness.mirage.scoring.metrics import DIAGNOSTICS, TABLE1_COLUMNS, get_metric
-from harness.mirage.trunk.checkpoints import base_state
+from harness.mirage.trunk.checkpoints import FORMAT_SEPARATOR, base_state
 
 COMPARISON_MD = "comparison.md"
+COMPARISON_APPENDIX = "comparison-appendix.md"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_HTML = "comparison.html"
 COMPARISON_FIGURES = "comparison-figures"
@@ -294,43 +314,70 @@ def table1_blocks(aggregates: dict[str, Aggregate]) -> dict[str, str]:
                 if condition not in conds:
                     continue
                 values = conds[condition].model_dump()
-                cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
+                cells = [get_metric(c).render_percent(values[c]) for c in TABLE1_COLUMNS]
                 rows.append([label if first else "", state, *cells])
                 first = False
         tables[condition] = markdown_table(
-            ["Model", "State", *(get_metric(c).title for c in TABLE1_COLUMNS)], rows
+            ["Model", "State", *(get_metric(c).heading for c in TABLE1_COLUMNS)], rows
         )
     return tables
 
 
-def table2_rows(aggregates: dict[str, Aggregate]) -> dict[str, str]:
-    """Per condition: Table 2 with one row per model (OG per state as a proportion)."""
+def _conditions(aggregates: dict[str, Aggregate]) -> list[str]:
+    return sorted({c for agg in aggregates.values() for c in agg.diagnostics})
+
+
+def og_rows(aggregates: dict[str, Aggregate]) -> dict[str, str]:
+    """Per condition: OG (VC − GC, percentage points) per model and state."""
     states: list[str] = []
     for agg in aggregates.values():
         states += [s for s in agg.states if s not in states]
-    conditions = sorted({c for agg in aggregates.values() for c in agg.diagnostics})
+    og = get_metric("OG")
     tables = {}
-    for condition in conditions:
-        rows = []
-        for label, agg in aggregates.items():
-            diag = agg.diagnostics.get(condition)
-            if diag is None:
-                continue
-            values = diag.model_dump()
-            cells = [get_metric(n).render(values[n]) for n in DIAGNOSTICS]
-            ogs = [agg.states.get(s, {}).get(condition) for s in states]
-            og = [fmt(None if c is None or c.OG is None else c.OG / 100, 2) for c in ogs]
-            rows.append([label, *cells, *og])
-        titles = [get_metric(n).title for n in DIAGNOSTICS]
-        tables[condition] = markdown_table(["Model", *titles, *(f"OG {s}" for s in states)], rows)
+    for condition in _conditions(aggregates):
+        rows = [
+            [label, *(og.render_percent(_og(agg, s, condition)) for s in states)]
+            for label, agg in aggregates.items()
+            if condition in agg.diagnostics
+        ]
+        tables[condition] = markdown_table(["Model", *(f"OG pp {s}" for s in states)], rows)
     return tables
+
+
+def _og(agg: Aggregate, state: str, condition: str) -> float | None:
+    cell = agg.states.get(state, {}).get(condition)
+    return None if cell is None else cell.OG
 
 
 def _interval_text(row: Ranked, name: str) -> str:
     metric = get_metric(name)
     if row.low is None or row.high is None:
         return "—"
-    return f"[{metric.render(row.low)}, {metric.render(row.high)}]"
+    return f"[{metric.render_percent(row.low)}, {metric.render_percent(row.high)}]"
+
+
+def diagnostics_tables(comparison: Comparison) -> dict[str, str]:
+    """Per condition: Table 2 (DS, Δcomp, Ret, MI_d80k) per model with 95% intervals, on one
+    scale (percent; Δcomp in percentage points), the models in the comparison's order."""
+    order = [a.label for a in comparison.answerers]
+    tables = {}
+    for condition, by_metric in comparison.ranking.items():
+        cells: dict[str, dict[str, Ranked]] = defaultdict(dict)
+        for name, rows in by_metric.items():
+            for row in rows:
+                cells[row.label][name] = row
+        body = []
+        for label in [o for o in order if o in cells]:
+            line = [label]
+            for name in DIAGNOSTICS:
+                found = cells[label].get(name)
+                value = None if found is None else found.value
+                interval = "" if found is None or found.low is None else _interval_text(found, name)
+                line.append(f"{get_metric(name).render_percent(value)} {interval}".strip())
+            body.append(line)
+        header = ["Model", *(f"{get_metric(n).heading} [95% CI]" for n in DIAGNOSTICS)]
+        tables[condition] = markdown_table(header, body)
+    return tables
 
 
 def ranking_tables(ranked: dict[str, dict[str, list[Ranked]]]) -> str:
@@ -340,9 +387,9 @@ def ranking_tables(ranked: dict[str, dict[str, list[Ranked]]]) -> str:
             metric = get_metric(name)
             better = "lower" if LOWER_IS_BETTER[name] else "higher"
             table = markdown_table(
-                ["Rank", "Model", metric.title, "95% interval"],
+                ["Rank", "Model", metric.heading, "95% interval"],
                 [
-                    [str(i + 1), r.label, metric.render(r.value), _interval_text(r, name)]
+                    [str(i + 1), r.label, metric.render_percent(r.value), _interval_text(r, name)]
                     for i, r in enumerate(rows)
                 ],
             )
@@ -397,28 +444,124 @@ def compared_formats(
     return {label: format_rows(aggregates[label], records[label], single=True) for label in records}
 
 
-def _formats_section(comparison: Comparison) -> str:
-    if not comparison.summary_formats:
-        return ""
-    deep = StateRoles().deep
-    tables = [format_table(rows, deep, label) for label, rows in comparison.summary_formats.items()]
-    summaries: dict[tuple[str, str], FormatSummary] = {}
-    for answerer in comparison.answerers:
-        for summary in read_summaries(Path(answerer.directory)):
-            summaries.setdefault((summary.summary_format, summary.text), summary)
-    parts = [
-        "## Summary formats at the compaction state (appendix A.2)",
-        "SC and GC pooled over runs with Wilson 95% intervals; Δcomp from the mean per-run GC.",
-        *tables,
+def profile_states(aggregates: dict[str, Aggregate]) -> list[str]:
+    """The depth profile's states (not a summary format's ``S2@<format>``), in run order."""
+    states: list[str] = []
+    for agg in aggregates.values():
+        states += [s for s in agg.states if s not in states and FORMAT_SEPARATOR not in s]
+    return states
+
+
+def _whole_percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
+
+
+def _whole_points(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "0" if round(value) == 0 else f"{value:+.0f}"
+
+
+PATH_SHORT = {"R_context": "ctx", "R_boot": "boot", "R_tool": "tool", "R_none": "none"}
+
+
+def path_mix(agg: Aggregate, states: Sequence[str], condition: str) -> str:
+    """The share of each access path among the recorded probes of ``states`` (pooled), the
+    paths no probe took left out."""
+    cells = [c for s in states if (c := agg.states.get(s, {}).get(condition)) is not None]
+    total = sum(c.n for c in cells)
+    if not total:
+        return "—"
+    shares = {p: sum(c.paths[p].n for c in cells if p in c.paths) for p in PATH_SHORT}
+    return " · ".join(f"{PATH_SHORT[p]} {100 * n / total:.0f}" for p, n in shares.items() if n)
+
+
+def headline_table(aggregates: dict[str, Aggregate]) -> str:
+    """Per answerer and condition: GC at each profile state, Δcomp, MI at the deep state,
+    protocol failures and the path mix, all in percent (Δcomp in percentage points)."""
+    states = profile_states(aggregates)
+    deep = next(iter(aggregates.values())).roles.deep if aggregates else StateRoles().deep
+    header = [
+        "Answerer", "Cond.", *(f"GC % {s}" for s in states), "Δcomp pp",
+        f"MI % {deep}", "PF / probes", "Path mix %",
+    ]  # fmt: skip
+    rows = []
+    for label, agg in aggregates.items():
+        first = True
+        for condition, diag in sorted(agg.diagnostics.items()):
+            cells = [agg.states.get(s, {}).get(condition) for s in states]
+            recorded = [c for c in cells if c is not None]
+            rows.append(
+                [
+                    label if first else "",
+                    condition,
+                    *(_whole_percent(None if c is None else c.GC) for c in cells),
+                    _whole_points(None if diag.delta_comp is None else 100 * diag.delta_comp),
+                    _whole_percent(diag.MI_d80k),
+                    f"{sum(c.PF_total for c in recorded)}/{sum(c.n for c in recorded)}",
+                    path_mix(agg, states, condition),
+                ]
+            )
+            first = False
+    return markdown_table(header, rows)
+
+
+def headline_reading(aggregates: dict[str, Aggregate]) -> str:
+    roles = next(iter(aggregates.values())).roles if aggregates else StateRoles()
+    return (
+        f"GC and MI in percent; Δcomp = GC at {roles.post} − GC at {roles.deep} in percentage "
+        "points (below zero: compaction lost grounding); PF = replies that failed the protocol; "
+        "path mix = share of probes per access path (ctx: in the active context, boot: loaded "
+        "at start, tool: a retrieval call, none: no path). Every other number is below."
+    )
+
+
+def described_states(summaries: Sequence[FormatSummary]) -> dict[str, str]:
+    """Compaction state -> what wrote its summary (``verbatim by reference/keep-charts``)."""
+    from harness.mirage.report.summary_checks import summarizer_of
+
+    described: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for summary in summaries:
+        plain = split_format(summary.summary_format)[0]
+        who = summarizer_of(summary)
+        arm = f"{plain} by {who}" if who else plain
+        same = first.setdefault(arm, summary.state)
+        described[summary.state] = (
+            arm if same == summary.state else f"{arm}, the same arm as {same}"
+        )
+    return described
+
+
+def format_gc_table(
+    aggregates: dict[str, Aggregate], names: StateNames, described: dict[str, str]
+) -> str:
+    """GC (percent) of every answerer at every compaction state, one column per state, with
+    the key of the short state names."""
+    states: list[str] = []
+    for agg in aggregates.values():
+        states += [
+            s for s in agg.states if s not in states and (FORMAT_SEPARATOR in s or s in described)
+        ]
+    rows = []
+    for label, agg in aggregates.items():
+        for condition in sorted({c for conds in agg.states.values() for c in conds}):
+            cells = [agg.states.get(s, {}).get(condition) for s in states]
+            if all(c is None for c in cells):
+                continue
+            gc = [_whole_percent(None if c is None else c.GC) for c in cells]
+            rows.append([label, condition, *gc])
+    table = markdown_table(["Answerer", "Cond.", *(f"GC % {names.of(s)}" for s in states)], rows)
+    key = [
+        f"- {names.of(s)}: {described.get(s, s)}" + (f" (`{s}`)" if names.of(s) != s else "")
+        for s in states
     ]
-    if summaries:
-        parts += ["## The summaries", summaries_markdown(list(summaries.values()))]
-    return "\n\n".join(parts)
+    return table + "\n\n" + "\n".join(key)
 
 
-def _paths_section(aggregates: dict[str, Aggregate]) -> str:
+def _paths_appendix(aggregates: dict[str, Aggregate]) -> str:
     """Per model: the four path shares, GC/VC/OG by path, the visibility grid, GC per class."""
-    parts = ["## Retrieval paths and visibility per model"]
+    parts = []
     for label, agg in aggregates.items():
         parts += [
             f"### {label} · retrieval-path composition",
@@ -441,30 +584,40 @@ def provenance_differences(directories: Sequence[Path]) -> dict[str, dict[str, s
     return differing_fields({str(d): run_provenance_of(d) for d in directories})
 
 
-def _provenance_section(comparison: Comparison) -> str:
+def _provenance_section(comparison: Comparison) -> Section:
     rows = comparison.provenance_differences
     if not rows:
-        return (
-            "## Provenance\n\nThe runs' provenance agrees (mirage, commit, pack, models, "
-            "libraries, Python, CPU)."
+        return Section(
+            title="Provenance",
+            reading="The runs' provenance agrees (mirage, commit, pack, models, libraries, "
+            "Python, CPU).",
         )
     people = comparison.answerers
     header = ["field", *(f"{a.label} ({a.directory})" for a in people)]
     table = markdown_table(
         header, [[key, *(row.get(a.directory, "") for a in people)] for key, row in rows.items()]
     )
-    return "## Provenance differences\n\nWhere the runs' `provenance` blocks differ:\n\n" + table
+    return Section(
+        title="Provenance differences",
+        reading=f"Where the runs' recorded provenance differs ({', '.join(rows)}): numbers from "
+        "different software or machines may differ for that reason alone.",
+        body=table,
+    )
 
 
-def _compaction_sections(
-    comparison: Comparison,
-    folders: dict[str, Path],
-    aggregates: dict[str, Aggregate],
-    instrument: str,
-) -> str:
+def _split_heading(markdown: str) -> tuple[str, str, str]:
+    """A section written with its own ``## `` heading: (title, first paragraph, the rest)."""
+    heading, _, rest = markdown.partition("\n\n")
+    first, _, remainder = rest.partition("\n\n")
+    return heading.removeprefix("## ").strip(), first.strip(), remainder.strip()
+
+
+def _compaction_axis(
+    comparison: Comparison, folders: dict[str, Path], aggregates: dict[str, Aggregate]
+) -> list[FormatSummary]:
     """The compaction axis added to ``comparison`` (summary checks, the declared-retention
     check, the context-reader's GC per format); the degenerate summaries also open the
-    overview. Returns the instrument sections with the compaction ones before them."""
+    overview. Returns the summaries the states start with."""
     summaries: dict[str, FormatSummary] = {}
     visibility: VisibilityMap | None = None
     for folder in folders.values():
@@ -485,61 +638,223 @@ def _compaction_sections(
         comparison.compaction_axis = compaction_axis_markdown(
             gc, listed, visibility, reader.roles.deep
         )
+    return listed
+
+
+def _compaction_sections(comparison: Comparison) -> list[Section]:
+    sections = []
     flagged = degenerate_markdown(comparison.summary_checks)
-    lines = degenerate_lines(comparison.summary_checks)
-    if lines and comparison.overview:
-        comparison.overview += "\n\nFlagged: " + "; ".join(lines) + "."
-    parts = [
-        flagged,
-        retention_markdown(comparison.retention_checks),
-        comparison.compaction_axis,
-        instrument,
+    if flagged:
+        title, first, rest = _split_heading(flagged)
+        sections.append(
+            Section(
+                title=title,
+                reading="A summary that keeps none of the planted evidence, or repeats one "
+                "pattern, measures no summary: its state's numbers stay, flagged.",
+                body="\n\n".join((first, rest)),
+            )
+        )
+    if comparison.compaction_axis:
+        title, first, rest = _split_heading(comparison.compaction_axis)
+        sections.append(Section(title=title, reading=first, body=rest))
+    retention = retention_markdown(comparison.retention_checks)
+    if retention:
+        title, first, rest = _split_heading(retention)
+        sections.append(Section(title=title, reading=first, appendix=rest))
+    return sections
+
+
+def _instrument_section(check: InstrumentCheck | None) -> list[Section]:
+    if check is None:
+        return []
+    return [
+        Section(
+            title=INSTRUMENT_TITLE,
+            reading="The reference agents declare the path they took; where the harness's "
+            "label says otherwise the instrument, not the agent, is in question.",
+            body=agreement_markdown(check),
+            appendix=disagreements_markdown(check),
+        )
     ]
-    return "\n\n".join(part for part in parts if part)
 
 
-def render_comparison(
+def _formats_section(
     comparison: Comparison,
     aggregates: dict[str, Aggregate],
+    summaries: Sequence[FormatSummary],
+    names: StateNames,
+) -> list[Section]:
+    described = described_states(summaries)
+    if not comparison.summary_formats and len(described) < 2:
+        return []
+    deep = StateRoles().deep
+    full = [format_table(rows, deep, label) for label, rows in comparison.summary_formats.items()]
+    unique: dict[tuple[str, str], FormatSummary] = {}
+    for summary in summaries:
+        unique.setdefault((summary.summary_format, summary.text), summary)
+    parts = [
+        "SC and GC pooled over runs with Wilson 95% intervals; Δcomp from the mean per-run GC.",
+        *full,
+    ]
+    if unique:
+        parts += ["### The summaries", summaries_markdown(list(unique.values()))]
+    return [
+        Section(
+            title=FORMATS_TITLE,
+            reading="GC at each summary format's compaction state (one column per state: what "
+            "wrote its summary is in the key); compare a column with the answerer's GC at "
+            f"{deep} for what that summary kept.",
+            body=format_gc_table(aggregates, names, described),
+            appendix="\n\n".join(parts),
+        )
+    ]
+
+
+def _figure_sections(figures: Sequence[Path]) -> list[Section]:
+    return [
+        Section(title=FIGURE_TITLES.get(p.name, p.stem), reading=CAPTIONS.get(p.name, ""), figure=p)
+        for p in figures
+        if p.name != HEADLINE_FIGURE
+    ]
+
+
+def _failures_section(records: dict[str, list[ProbeRecord]]) -> list[Section]:
+    from harness.mirage.probing.retry import failure_summary, failures_table
+
+    found = {label: failure_summary(rs) for label, rs in records.items()}
+    failed = {label: summary for label, summary in found.items() if summary.total}
+    if not failed:
+        return []
+    return [
+        Section(
+            title="Failed probes (provider and agent errors)",
+            reading="Probes recorded with a provider or agent error enter no metric: "
+            + ", ".join(f"{label} {summary.total}" for label, summary in failed.items())
+            + ".",
+            appendix="\n\n".join(
+                f"### {label}\n\n{failures_table(summary)}" for label, summary in failed.items()
+            ),
+        )
+    ]
+
+
+INSTRUMENT_TITLE = "Instrument check — path labels against the reference agents"
+FORMATS_TITLE = "Summary formats at the compaction state (appendix A.2)"
+FIGURE_TITLES = {
+    "gc_by_state.png": "Figure — GC by state, every state",
+    "mi_by_state.png": "Figure 3 — Mirage Index by state",
+    "transitions.png": "Figure 4 — grounding transitions",
+    "path_composition.png": "Figure 5 — retrieval-path composition",
+    "cm_minus_c0.png": "Figure 6 — effect of retrieval pressure (Cm − C0)",
+}
+
+
+def comparison_sections(
+    comparison: Comparison,
+    aggregates: dict[str, Aggregate],
+    records: dict[str, list[ProbeRecord]],
     figures: Sequence[Path],
-    instrument: str = "",
-) -> str:
-    """``instrument``: the instrument-check section (``check_section``), if any."""
+    summaries: Sequence[FormatSummary],
+    names: StateNames,
+) -> list[Section]:
+    """Everything below the headline, in the order both the Markdown and the page show it."""
     from runtime.compliance import ComplianceRow, render_markdown
 
+    roles = next(iter(aggregates.values())).roles if aggregates else StateRoles()
+    diagnostics = [f"### {c}\n\n{t}" for c, t in diagnostics_tables(comparison).items()]
+    og = [f"### OG per state · {c}\n\n{t}" for c, t in og_rows(aggregates).items()]
+    sections = [
+        Section(
+            title="Table 2 — cross-state diagnostics per model",
+            reading=f"DS: how much GC falls from {roles.d0} to {roles.deep} (%); Δcomp: GC "
+            f"after compaction − before (pp); Ret: {roles.d0}-grounded probes still grounded "
+            f"at {roles.deep}; MI at {roles.deep}. Lower DS and MI, higher Δcomp and Ret are "
+            "better; overlapping intervals leave the order open.",
+            body="\n\n".join(diagnostics),
+            appendix="\n\n".join(
+                [
+                    "DS and Δcomp intervals: percentile bootstrap over questions "
+                    f"({BOOTSTRAP_SAMPLES} resamples, pooled over runs); Ret and MI_d80k: Wilson "
+                    "on the pooled counts. OG = VC − GC in percentage points.",
+                    *og,
+                    "### Ranking",
+                    ranking_tables(comparison.ranking),
+                ]
+            ),
+        ),
+        *_instrument_section(comparison.instrument),
+        *_compaction_sections(comparison),
+        *_formats_section(comparison, aggregates, summaries, names),
+        *_figure_sections(figures),
+        Section(
+            title="Table 1 — metrics per model, state and condition",
+            reading="Every metric of every answerer at every state under each condition, in "
+            "percent (OG in percentage points; PF the mean count per run, n the probes).",
+            appendix="\n\n".join(f"### {c}\n\n{t}" for c, t in table1_blocks(aggregates).items()),
+        ),
+        Section(
+            title="Retrieval paths and visibility per model",
+            reading="Per answerer: the share of each access path, GC/VC/OG on each path, where "
+            "each planted artifact's content was at each checkpoint, and GC per visibility class.",
+            appendix=_paths_appendix(aggregates),
+        ),
+        *_failures_section(records),
+    ]
+    if comparison.compliance:
+        rows = [ComplianceRow.model_validate(r) for r in comparison.compliance]
+        sections.append(
+            Section(
+                title="Tool compliance (mirage compliance)",
+                reading="Whether each backbone calls the tool when asked to, beside the runs.",
+                body=render_markdown(rows),
+            )
+        )
     banner = (
         "All answerers ran the same pack, depth profile, scoring profile and depth coordinates."
         if comparison.comparable
         else "**NOT COMPARABLE** — the runs differ: " + "; ".join(comparison.differences) + "."
     )
-    sections = ["# MIRAGE comparison", comparison.overview, banner]
-    sections.append(_facts_table(comparison.answerers))
-    sections.append(_provenance_section(comparison))
-    sections.append("## Table 1 — metrics per model, state and condition")
-    sections += [f"### {c}\n\n{t}" for c, t in table1_blocks(aggregates).items()]
-    sections.append("## Table 2 — cross-state diagnostics per model")
-    sections += [f"### {c}\n\n{t}" for c, t in table2_rows(aggregates).items()]
-    sections.append(instrument)
-    sections.append(
-        "## Ranking\n\nDS and Δcomp intervals: percentile bootstrap over questions "
-        f"({BOOTSTRAP_SAMPLES} resamples, pooled over runs); Ret and MI_d80k: Wilson on the "
-        "pooled counts. Overlapping intervals mean the order is not established."
-    )
-    sections.append(ranking_tables(comparison.ranking))
-    sections.append(_paths_section(aggregates))
-    sections.append(_formats_section(comparison))
-    if comparison.compliance:
-        rows = [ComplianceRow.model_validate(r) for r in comparison.compliance]
-        sections.append("## Tool compliance (mirage compliance)\n\n" + render_markdown(rows))
-    sections.append("## Figures")
-    sections.append(
-        "\n".join(f"![{p.stem}]({COMPARISON_FIGURES}/{p.name})" for p in figures) or "None."
-    )
-    return "\n\n".join(s.strip() for s in sections if s.strip()) + "\n"
+    sections += [
+        Section(
+            title="Runs compared",
+            reading="Each answerer's result folder, pack, profile, scoring, summary format and "
+            "state depths.",
+            body=banner + "\n\n" + _facts_table(comparison.answerers),
+        ),
+        _provenance_section(comparison),
+    ]
+    return sections
+
+
+def comparison_opening(
+    comparison: Comparison, aggregates: dict[str, Aggregate], headline: Path | None
+) -> list[str]:
+    """The first screen: title, the banner when the runs are not comparable, the verdict, the
+    headline figure and the compact table."""
+    parts = ["# MIRAGE comparison"]
+    if not comparison.comparable:
+        parts.append(
+            "**NOT COMPARABLE** — the runs differ: " + "; ".join(comparison.differences) + "."
+        )
+    parts.append(comparison.overview)
+    if headline is not None:
+        parts += [
+            f"![GC by state per answerer]({COMPARISON_FIGURES}/{headline.name})",
+            f"*{CAPTIONS[HEADLINE_FIGURE]}*",
+        ]
+    parts += [
+        "**Per answerer at a glance**",
+        headline_table(aggregates),
+        f"*{headline_reading(aggregates)}*",
+        f"Full tables: [{COMPARISON_APPENDIX}]({COMPARISON_APPENDIX}); every probe, filterable, "
+        f"in {COMPARISON_HTML}.",
+    ]
+    return parts
 
 
 class ComparisonFiles(BaseModel):
     markdown: Path
+    appendix: Path
     data: Path
     html: Path
     figures: list[Path]
@@ -583,24 +898,44 @@ def write_comparison(
         overview=overview(aggregates),
         provenance_differences=provenance_differences(list(answerers)),
     )
-    instrument, comparison.instrument = check_section(records)
-    instrument = _compaction_sections(comparison, folders, aggregates, instrument)
+    comparison.instrument = instrument_check(records)
+    summaries = _compaction_axis(comparison, folders, aggregates)
+    lines = degenerate_lines(comparison.summary_checks)
+    if lines and comparison.overview:
+        comparison.overview += "\n\nFlagged: " + "; ".join(lines) + "."
     out.mkdir(parents=True, exist_ok=True)
-    figures = draw_figures(aggregates, out / COMPARISON_FIGURES)
+    described = described_states(summaries)
+    figures = draw_figures(aggregates, out / COMPARISON_FIGURES, described)
+    names = state_names([s for agg in aggregates.values() for s in agg.states], described)
+    headline = next((p for p in figures if p.name == HEADLINE_FIGURE), None)
+    opening = comparison_opening(comparison, aggregates, headline)
+    sections = comparison_sections(comparison, aggregates, records, figures, summaries, names)
     files = ComparisonFiles(
-        markdown=out / COMPARISON_MD, data=out / COMPARISON_JSON, html=out / COMPARISON_HTML,
-        figures=figures,
+        markdown=out / COMPARISON_MD, appendix=out / COMPARISON_APPENDIX,
+        data=out / COMPARISON_JSON, html=out / COMPARISON_HTML, figures=figures,
         comparison=comparison,
     )  # fmt: skip
     files.markdown.write_text(
-        render_comparison(comparison, aggregates, figures, instrument), "utf-8"
+        report_markdown(opening, sections, COMPARISON_APPENDIX, COMPARISON_FIGURES), "utf-8"
+    )
+    files.appendix.write_text(
+        appendix_markdown("MIRAGE comparison — appendix", COMPARISON_MD, sections), "utf-8"
     )
     files.data.write_text(comparison.model_dump_json(indent=2) + "\n", "utf-8")
     pages = {
         label: (d, answerers[d], aggregates[label])
         for (d, _), label in zip(labelled, labels, strict=True)
     }
-    banner = "" if comparison.comparable else "NOT COMPARABLE: " + "; ".join(found)
-    preface = "\n\n".join(block for block in (comparison.overview, instrument) if block)
-    write_html(files.html, "MIRAGE comparison", pages, figures, banner, preface=preface)
+    write_comparison_html(
+        files.html,
+        "MIRAGE comparison",
+        pages,
+        verdict=comparison.overview,
+        banner="" if comparison.comparable else "NOT COMPARABLE: " + "; ".join(found),
+        headline=headline,
+        headline_caption=CAPTIONS[HEADLINE_FIGURE],
+        table=headline_table(aggregates),
+        table_reading=headline_reading(aggregates),
+        sections=sections,
+    )
     return files

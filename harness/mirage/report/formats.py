@@ -14,12 +14,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from harness.kit.report.tables import markdown_table
+from harness.kit.report.tables import fmt, markdown_table
 from harness.kit.rundir import RunFileError
 from harness.kit.stats import Interval
 from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.probing.visibility import REWRITE_HINT
 from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.report.sections import quoted
 from harness.mirage.trunk.checkpoints import Checkpoint
 from runtime.snapshot import validation_problem
 
@@ -169,7 +170,12 @@ def _interval(interval: Interval | None) -> str:
 
 
 def format_table(rows: Sequence[FormatRow], deep: str, label: str | None = None) -> str:
-    header = ["Cond.", "Format", "State", "SC % [95% CI]", "GC % [95% CI]", f"Δcomp vs {deep}", "n"]
+    """SC and GC in percent with their intervals and counts (k of the parsed answerable
+    probes), Δcomp in percentage points, and the state's recorded probes."""
+    header = [
+        "Cond.", "Format", "State", "SC % [95% CI] (k/answerable)",
+        "GC % [95% CI] (k/answerable)", f"Δcomp pp vs {deep}", "probes recorded",
+    ]  # fmt: skip
     body = [
         [
             row.condition,
@@ -177,7 +183,7 @@ def format_table(rows: Sequence[FormatRow], deep: str, label: str | None = None)
             row.state,
             _interval(row.SC),
             _interval(row.GC),
-            "–" if row.delta_comp is None else f"{row.delta_comp:+.2f}",
+            fmt(None if row.delta_comp is None else 100 * row.delta_comp, signed=True),
             str(row.n),
         ]
         for row in rows
@@ -188,14 +194,13 @@ def format_table(rows: Sequence[FormatRow], deep: str, label: str | None = None)
 
 
 def summaries_markdown(summaries: Sequence[FormatSummary]) -> str:
-    blocks = []
-    for summary in summaries:
-        fence = "````" if "```" in summary.text else "```"
-        blocks.append(
-            f"### {summary.summary_format} (`{summary.state}`, {summary.tokens} tokens)\n\n"
-            f"{fence}text\n{summary.text}\n{fence}"
-        )
-    return "\n\n".join(blocks)
+    """Each summary under its own heading, quoted: its text is the summarizer's, never the
+    report's Markdown (a summary's ``## Goal`` stays inside its block)."""
+    return "\n\n".join(
+        f"### {summary.summary_format} (`{summary.state}`, {summary.tokens} tokens)\n\n"
+        + quoted(summary.text)
+        for summary in summaries
+    )
 
 
 def formats_section(directory: Path, agg: Aggregate, records: Sequence[ProbeRecord]) -> str:

@@ -28,6 +28,8 @@ from pydantic import ValidationError
 from harness.kit.rundir import run_config_path
 from harness.mirage.probing.records import ProbeRecord
 from harness.mirage.report.aggregate import Aggregate
+from harness.mirage.report.figures import CAPTIONS
+from harness.mirage.report.sections import Section, markdown_html, markdown_inline_html
 from harness.mirage.scoring.metrics import PROBE_INDICATORS, get_metric
 
 log = structlog.get_logger(__name__)
@@ -35,6 +37,7 @@ log = structlog.get_logger(__name__)
 HTML_FILE = "report.html"
 CALL_LOG = "calls.jsonl"
 TEMPLATE = "report.html.j2"
+COMPARISON_TEMPLATE = "comparison.html.j2"
 
 
 def outcome(record: ProbeRecord) -> str:
@@ -194,27 +197,6 @@ def markdown_to_html_table(markdown: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def markdown_blocks_html(markdown: str) -> str:
-    """The report's own markdown sections (``## `` headings, paragraphs with ``**bold**``, pipe
-    tables, separated by blank lines) as HTML, escaped."""
-    import re
-
-    from markupsafe import escape
-
-    html = []
-    for block in (b.strip() for b in markdown.split("\n\n")):
-        if not block:
-            continue
-        if block.startswith("|"):
-            html.append(markdown_to_html_table(block))
-        elif block.startswith("## "):
-            html.append(f"<h2>{escape(block[3:])}</h2>")
-        else:
-            text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", str(escape(block)))
-            html.append(f"<p>{text}</p>")
-    return "\n".join(html)
-
-
 def visibility_section(agg: Aggregate) -> dict[str, Any]:
     """The visibility grid (one CSS class per cell, so the page can colour it), the states whose
     context was not readable, and GC per class as an HTML table."""
@@ -244,6 +226,27 @@ def _embedded_json(payload: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("harness.mirage.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+    )
+
+
+def probe_views(
+    answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
+) -> list[dict[str, Any]]:
+    """Every probe of every answerer as the page's explorer shows it."""
+    probes = []
+    for label, (directory, records, agg) in answerers.items():
+        calls, questions = read_call_log(directory), question_texts(directory)
+        probes += [probe_view(r, label, calls, questions, visibility_of(agg, r)) for r in records]
+    return probes
+
+
+FILTERS = ["model", "state", "condition", "answerability", "outcome", "path", "visibility"]
+
+
 def render_html(
     title: str,
     answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
@@ -259,11 +262,9 @@ def render_html(
     from harness.mirage.report import tables
     from harness.mirage.report.formats import format_rows, format_table, read_summaries
 
-    probes = []
+    probes = probe_views(answerers)
     sections = []
     for label, (directory, records, agg) in answerers.items():
-        calls, questions = read_call_log(directory), question_texts(directory)
-        probes += [probe_view(r, label, calls, questions, visibility_of(agg, r)) for r in records]
         named = [
             ("Table 1 — metrics per state and condition", tables.table1(agg)),
             ("Table 2 — cross-state diagnostics", tables.table2(agg)),
@@ -286,19 +287,19 @@ def render_html(
                 "visibility": visibility_section(agg),
             }
         )
-    environment = Environment(
-        loader=PackageLoader("harness.mirage.report", "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-    )
-    return environment.get_template(TEMPLATE).render(
-        title=title,
-        note=note,
-        provenance=list(provenance),
-        preface=markdown_blocks_html(preface),
-        sections=sections,
-        figures=[(p.stem, _data_uri(p)) for p in figures],
-        data=_embedded_json({"probes": probes}),
-        filters=["model", "state", "condition", "answerability", "outcome", "path", "visibility"],
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            title=title,
+            note=note,
+            provenance=list(provenance),
+            preface=markdown_html(preface),
+            sections=sections,
+            figures=[(p.stem, _data_uri(p), CAPTIONS.get(p.name, "")) for p in figures],
+            data=_embedded_json({"probes": probes}),
+            filters=FILTERS,
+        )
     )
 
 
@@ -314,5 +315,54 @@ def write_html(
     """``provenance``: the run's provenance lines, shown under the title; ``preface``: as for
     ``render_html``."""
     page = render_html(title, answerers, figures, note, provenance, preface)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def write_comparison_html(
+    path: Path,
+    title: str,
+    answerers: Mapping[str, tuple[Path, Sequence[ProbeRecord], Aggregate]],
+    *,
+    verdict: str,
+    banner: str,
+    headline: Path | None,
+    headline_caption: str,
+    table: str,
+    table_reading: str,
+    sections: Sequence[Section],
+) -> Path:
+    """``comparison.html``: the verdict, the headline figure and the compact table on the first
+    screen; every section below it collapsed, its heading and one-line reading showing; then
+    the probes of every answerer (``render_html``'s explorer)."""
+    shown = [
+        {
+            "id": section.anchor,
+            "title": section.title,
+            "reading": markdown_inline_html(section.reading),
+            "figure": None if section.figure is None else _data_uri(section.figure),
+            "html": markdown_html("\n\n".join(p for p in (section.body, section.appendix) if p)),
+        }
+        for section in sections
+    ]
+    page = (
+        _environment()
+        .get_template(COMPARISON_TEMPLATE)
+        .render(
+            title=title,
+            note=banner,
+            verdict=markdown_html(verdict),
+            headline=None if headline is None else _data_uri(headline),
+            headline_caption=markdown_inline_html(headline_caption),
+            table=markdown_html(table),
+            table_reading=markdown_inline_html(table_reading),
+            sections=shown,
+            provenance=[],
+            preface="",
+            figures=[],
+            data=_embedded_json({"probes": probe_views(answerers)}),
+            filters=FILTERS,
+        )
+    )
     path.write_text(page, encoding="utf-8")
     return path

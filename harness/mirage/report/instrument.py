@@ -125,19 +125,24 @@ def instrument_check(answerers: Mapping[str, Sequence[ProbeRecord]]) -> Instrume
     )
 
 
-def check_markdown(check: InstrumentCheck) -> str:
-    """The check as a report section (no heading)."""
+def agreement_markdown(check: InstrumentCheck) -> str:
+    """How often the harness's label agrees with the declared path, per declared label."""
     intro = (
         f"The harness's path label agrees with the reference agents' declared path on "
         f"**{check.agreed} of {check.declared}** declared probes ({check.rate:.0f}%); "
         f"{check.abstained} probe(s) had no declaration (the context-reader abstained)."
     )
     table = markdown_table(
-        ["Declared", "Probes", "Harness agrees", "Agreement"],
-        [[r.label, str(r.declared), str(r.agreed), f"{r.rate:.0f}%"] for r in check.labels],
+        ["Declared", "Probes", "Harness agrees", "Agreement %"],
+        [[r.label, str(r.declared), str(r.agreed), f"{r.rate:.0f}"] for r in check.labels],
     )
+    return f"{intro}\n\n{table}"
+
+
+def disagreements_markdown(check: InstrumentCheck) -> str:
+    """Every disagreement, grouped, with its questions and the harness's reason."""
     if not check.disagreements:
-        return f"{intro}\n\n{table}\n\nNo disagreements."
+        return "No disagreements."
     rows = [
         [
             g.answerer,
@@ -152,10 +157,15 @@ def check_markdown(check: InstrumentCheck) -> str:
         for g in check.disagreements
     ]
     header = ["Answerer", "State", "Cond", "Declared", "Harness", "n", "Questions", "Reason"]
-    listed = f"{intro}\n\n{table}\n\nEvery disagreement:\n\n{markdown_table(header, rows)}"
+    listed = f"Every disagreement:\n\n{markdown_table(header, rows)}"
     if any(g.declared == "R_none" and g.labelled == "R_context" for g in check.disagreements):
         listed += "\n\n" + AVAILABLE_NOT_USED
     return listed
+
+
+def check_markdown(check: InstrumentCheck) -> str:
+    """The check as a report section (no heading)."""
+    return f"{agreement_markdown(check)}\n\n{disagreements_markdown(check)}"
 
 
 def check_section(

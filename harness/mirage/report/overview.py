@@ -7,7 +7,8 @@ Above: ``comparison.md`` and the end of ``mirage run``. Below: one ``Aggregate``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from harness.mirage.references import REFERENCE_PREFIX
 from harness.mirage.report.aggregate import Aggregate, CellSummary
@@ -17,6 +18,7 @@ READER = REFERENCE_PREFIX + "context-reader"
 CONFABULATOR = REFERENCE_PREFIX + "confabulator"
 CONDITION = "C0"
 HOLDS_WITHIN = 10.0  # percentage points
+UNCOMPARED = "cannot be compared"
 
 
 def _cell(agg: Aggregate, state: str) -> CellSummary | None:
@@ -29,7 +31,7 @@ def _pct(value: float | None) -> str:
 
 def _trend(before: float | None, after: float | None) -> str:
     if before is None or after is None:
-        return "cannot be compared"
+        return UNCOMPARED
     if after < before - HOLDS_WITHIN:
         return "falls"
     if after > before + HOLDS_WITHIN:
@@ -37,16 +39,38 @@ def _trend(before: float | None, after: float | None) -> str:
     return "holds"
 
 
-def _gc_course(label: str, agg: Aggregate) -> str | None:
+class GcCourse(NamedTuple):
+    """How one answerer's GC goes from d0 to after compaction: its trend (a verb) and numbers."""
+
+    label: str
+    trend: str
+    numbers: str
+
+    def said(self, verb: str | None = None) -> str:
+        return f"{self.label}'s GC {verb or self.trend} {self.numbers}"
+
+
+def _gc_course(label: str, agg: Aggregate) -> GcCourse | None:
     roles = agg.roles
     first, last = _cell(agg, roles.d0), _cell(agg, roles.post)
     if first is None or last is None:
         return None
-    trend = _trend(first.GC, last.GC)
-    return (
-        f"{label}'s GC {trend} ({_pct(first.GC)} at {roles.d0}, {_pct(last.GC)} at "
-        f"{roles.post} after compaction)"
+    numbers = f"({_pct(first.GC)} at {roles.d0}, {_pct(last.GC)} at {roles.post} after compaction)"
+    return GcCourse(label, _trend(first.GC, last.GC), numbers)
+
+
+def joined_courses(courses: Sequence[GcCourse]) -> str:
+    """Two answerers' GC courses in one clause: "while" where they differ, "likewise" where they
+    behave alike."""
+    if len(courses) == 1:
+        return courses[0].said()
+    first, second = courses
+    if first.trend != second.trend:
+        return f"{first.said()}, while {second.said()}"
+    alike = (
+        "cannot be compared either" if second.trend == UNCOMPARED else f"likewise {second.trend}"
     )
+    return f"{first.said()}, and {second.said(alike)}"
 
 
 def _pooled(agg: Aggregate, metric: str) -> float | None:
@@ -68,8 +92,8 @@ def references_paragraph(aggregates: Mapping[str, Aggregate]) -> str:
     ]
     if courses:
         sentences.append(
-            f"Under {CONDITION}, " + ", while ".join(courses) + ": the context-reader answers only "
-            "from what is still in the conversation, the retriever looks every question up with "
+            f"Under {CONDITION}, {joined_courses(courses)}: the context-reader answers only from "
+            "what is still in the conversation; the retriever looks every question up with "
             "artifact_recall."
         )
     if CONFABULATOR in aggregates:

@@ -28,23 +28,25 @@ def table1(agg: Aggregate) -> str:
         for state, conds in agg.states.items():
             if cond in conds:
                 values = conds[cond].model_dump()
-                cells = [get_metric(c).render(values[c]) for c in TABLE1_COLUMNS]
+                cells = [get_metric(c).render_percent(values[c]) for c in TABLE1_COLUMNS]
                 rows.append([cond, state, *cells])
-    return markdown_table(["Cond.", "State", *(get_metric(c).title for c in TABLE1_COLUMNS)], rows)
+    headings = [get_metric(c).heading for c in TABLE1_COLUMNS]
+    return markdown_table(["Cond.", "State", *headings], rows)
 
 
 def table2(agg: Aggregate) -> str:
-    """Cross-state diagnostics: DS, Ret, MI_d80k in percent; delta_comp and OG as proportions."""
+    """Cross-state diagnostics on one scale: DS, Ret, MI_d80k in percent; Δcomp and OG in
+    percentage points (the paper prints those two as fractions: divide by 100)."""
     states = list(agg.states)
     rows = []
     for cond, diag in agg.diagnostics.items():
         ogs = [agg.states[s].get(cond) for s in states]
-        og_cells = [fmt(None if c is None or c.OG is None else c.OG / 100, 2) for c in ogs]
+        og_cells = [get_metric("OG").render_percent(None if c is None else c.OG) for c in ogs]
         values = diag.model_dump()
-        diagnostics = [get_metric(name).render(values[name]) for name in DIAGNOSTICS]
+        diagnostics = [get_metric(name).render_percent(values[name]) for name in DIAGNOSTICS]
         rows.append([cond, *diagnostics, *og_cells])
-    titles = [get_metric(name).title for name in DIAGNOSTICS]
-    header = ["Cond.", *titles, *(f"OG {s}" for s in states)]
+    headings = [get_metric(name).heading for name in DIAGNOSTICS]
+    header = ["Cond.", *headings, *(f"OG pp {s}" for s in states)]
     return markdown_table(header, rows)
 
 

@@ -63,12 +63,27 @@ class Metric:
         return self.numerator is not None and self.denominator is not None
 
     def render(self, value: float | int | None) -> str:
-        """The value as Table 1 / Table 2 print it."""
+        """The value as the paper's Table 1 / Table 2 print it (Δcomp as a fraction)."""
         if self.unit == "count":
             return DASH if value is None else fmt_count(value)
         if self.unit == "proportion":
             return fmt_delta_comp(value)
         return fmt(value)
+
+    def render_percent(self, value: float | int | None) -> str:
+        """The value on the one scale every report table uses: rates in percent, differences
+        (OG, Δcomp) in percentage points, counts as counts."""
+        if self.unit == "count":
+            return DASH if value is None else fmt_count(value)
+        if self.unit == "proportion":
+            return fmt(None if value is None else 100 * value, signed=True)
+        return fmt(value)
+
+    @property
+    def heading(self) -> str:
+        """The title with the unit ``render_percent`` prints it in (``Δcomp pp``, ``GC %``)."""
+        unit = {"percent": "%", "points": "pp", "proportion": "pp", "count": ""}[self.unit]
+        return f"{self.title} {unit}".strip()
 
 
 _ANSWERABLE = "parsed answerable probes"
