@@ -749,6 +749,31 @@ FIGURE_TITLES = {
 }
 
 
+def _diagnostics_section(comparison: Comparison, aggregates: dict[str, Aggregate]) -> Section:
+    """Table 2: each answerer's cross-state diagnostics, the full tables and the ranking below."""
+    roles = next(iter(aggregates.values())).roles if aggregates else StateRoles()
+    diagnostics = [f"### {c}\n\n{t}" for c, t in diagnostics_tables(comparison).items()]
+    og = [f"### OG per state · {c}\n\n{t}" for c, t in og_rows(aggregates).items()]
+    return Section(
+        title="Table 2 — cross-state diagnostics per model",
+        reading=f"DS: how much GC falls from {roles.d0} to {roles.deep} (%); Δcomp: GC "
+        f"after compaction − before (pp); Ret: {roles.d0}-grounded probes still grounded "
+        f"at {roles.deep}; MI at {roles.deep}. Lower DS and MI, higher Δcomp and Ret are "
+        "better; overlapping intervals leave the order open.",
+        body="\n\n".join(diagnostics),
+        appendix="\n\n".join(
+            [
+                "DS and Δcomp intervals: percentile bootstrap over questions "
+                f"({BOOTSTRAP_SAMPLES} resamples, pooled over runs); Ret and MI_d80k: Wilson "
+                "on the pooled counts. OG = VC − GC in percentage points.",
+                *og,
+                "### Ranking",
+                ranking_tables(comparison.ranking),
+            ]
+        ),
+    )
+
+
 def comparison_sections(
     comparison: Comparison,
     aggregates: dict[str, Aggregate],
@@ -758,30 +783,8 @@ def comparison_sections(
     names: StateNames,
 ) -> list[Section]:
     """Everything below the headline, in the order both the Markdown and the page show it."""
-    from runtime.compliance import ComplianceRow, render_markdown
-
-    roles = next(iter(aggregates.values())).roles if aggregates else StateRoles()
-    diagnostics = [f"### {c}\n\n{t}" for c, t in diagnostics_tables(comparison).items()]
-    og = [f"### OG per state · {c}\n\n{t}" for c, t in og_rows(aggregates).items()]
     sections = [
-        Section(
-            title="Table 2 — cross-state diagnostics per model",
-            reading=f"DS: how much GC falls from {roles.d0} to {roles.deep} (%); Δcomp: GC "
-            f"after compaction − before (pp); Ret: {roles.d0}-grounded probes still grounded "
-            f"at {roles.deep}; MI at {roles.deep}. Lower DS and MI, higher Δcomp and Ret are "
-            "better; overlapping intervals leave the order open.",
-            body="\n\n".join(diagnostics),
-            appendix="\n\n".join(
-                [
-                    "DS and Δcomp intervals: percentile bootstrap over questions "
-                    f"({BOOTSTRAP_SAMPLES} resamples, pooled over runs); Ret and MI_d80k: Wilson "
-                    "on the pooled counts. OG = VC − GC in percentage points.",
-                    *og,
-                    "### Ranking",
-                    ranking_tables(comparison.ranking),
-                ]
-            ),
-        ),
+        _diagnostics_section(comparison, aggregates),
         *_instrument_section(comparison.instrument),
         *_compaction_sections(comparison),
         *_formats_section(comparison, aggregates, summaries, names),
@@ -800,6 +803,15 @@ def comparison_sections(
         ),
         *_failures_section(records),
     ]
+    return [*sections, *_runs_sections(comparison)]
+
+
+def _runs_sections(comparison: Comparison) -> list[Section]:
+    """The tool-compliance table when one lies beside the runs, then the runs themselves and
+    where their provenance differs."""
+    from runtime.compliance import ComplianceRow, render_markdown
+
+    sections = []
     if comparison.compliance:
         rows = [ComplianceRow.model_validate(r) for r in comparison.compliance]
         sections.append(
@@ -869,11 +881,10 @@ def write_comparison(
 ) -> ComparisonFiles:
     """Compare the answerers (result folder -> records) into ``out``; raises
     ``NotComparableError`` when they differ in what makes them comparable, unless allowed."""
-    labelled = [(d, answerer_label(d, rs)) for d, rs in answerers.items()]
-    labels = unique_labels(labelled)
+    folders = _labelled(answerers)
     people = [
         Answerer(label=label, directory=str(d), facts=run_facts(d, answerers[d]))
-        for (d, _), label in zip(labelled, labels, strict=True)
+        for label, d in folders.items()
     ]
     found = differences(people)
     if found and not allow_incomparable:
@@ -881,7 +892,6 @@ def write_comparison(
             "runs are not comparable: " + "; ".join(found) + " (compare runs of one pack, "
             "profile, scoring and depth, or pass --allow-incomparable to mark them so)"
         )
-    folders = {label: d for (d, _), label in zip(labelled, labels, strict=True)}
     records = {label: answerers[d] for label, d in folders.items()}
     aggregates = {
         label: aggregate(rs, roles, read_visibility(folders[label]))
@@ -915,6 +925,29 @@ def write_comparison(
         data=out / COMPARISON_JSON, html=out / COMPARISON_HTML, figures=figures,
         comparison=comparison,
     )  # fmt: skip
+    pages = {label: (d, answerers[d], aggregates[label]) for label, d in folders.items()}
+    _write_files(files, opening, sections, pages, headline)
+    return files
+
+
+def _labelled(answerers: dict[Path, list[ProbeRecord]]) -> dict[str, Path]:
+    """Each answerer's label, unique among them, and its result folder, in the given order."""
+    labelled = [(d, answerer_label(d, rs)) for d, rs in answerers.items()]
+    labels = unique_labels(labelled)
+    return {label: d for (d, _), label in zip(labelled, labels, strict=True)}
+
+
+def _write_files(
+    files: ComparisonFiles,
+    opening: list[str],
+    sections: list[Section],
+    pages: dict[str, tuple[Path, list[ProbeRecord], Aggregate]],
+    headline: Path | None,
+) -> None:
+    """comparison.md, its appendix, comparison.json and comparison.html."""
+    comparison = files.comparison
+    aggregates = {label: agg for label, (_, _, agg) in pages.items()}
+    differ = "; ".join(comparison.differences)
     files.markdown.write_text(
         report_markdown(opening, sections, COMPARISON_APPENDIX, COMPARISON_FIGURES), "utf-8"
     )
@@ -922,20 +955,15 @@ def write_comparison(
         appendix_markdown("MIRAGE comparison — appendix", COMPARISON_MD, sections), "utf-8"
     )
     files.data.write_text(comparison.model_dump_json(indent=2) + "\n", "utf-8")
-    pages = {
-        label: (d, answerers[d], aggregates[label])
-        for (d, _), label in zip(labelled, labels, strict=True)
-    }
     write_comparison_html(
         files.html,
         "MIRAGE comparison",
         pages,
         verdict=comparison.overview,
-        banner="" if comparison.comparable else "NOT COMPARABLE: " + "; ".join(found),
+        banner="" if comparison.comparable else "NOT COMPARABLE: " + differ,
         headline=headline,
         headline_caption=CAPTIONS[HEADLINE_FIGURE],
         table=headline_table(aggregates),
         table_reading=headline_reading(aggregates),
         sections=sections,
     )
-    return files
