@@ -208,7 +208,10 @@ class Backbone(ABC):
     ``model`` is the model string, ``context_window`` the window in tokens, ``tool_mode`` how
     tools reach the model (``native`` provider tool calls, or ``text`` in the prompt, read back
     by ``profile.parser``), ``max_output_tokens`` the reply budget per call (None: the
-    backbone has none, e.g. scripted replies, or leaves it to the provider)."""
+    backbone has none, e.g. scripted replies, or leaves it to the provider). ``batch_width``
+    is how many calls it decodes as one batch when they come from a lockstep group
+    (``runtime/backbones/lockstep.py``), whose replies may depend on their batch: the harness
+    then probes in fixed groups of that size (None: it does not batch)."""
 
     model: str
     context_window: int
@@ -217,6 +220,7 @@ class Backbone(ABC):
     max_output_tokens: int | None = None
     cache_markers: bool = False  # marks the cacheable prefix for providers that need markers
     call_options: CallOptions = NO_OPTIONS
+    batch_width: int | None = None
 
     @abstractmethod
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion:

@@ -116,6 +116,9 @@ class AgentUnderTest(ABC):
 
     name: str
     memory_url: MemoryURL | None = None
+    probe_group_size: int | None = None
+    """Probes it answers as one batch when they run as one lockstep group (the built-in agent
+    over a batching backbone); None: probes are independent."""
 
     @abstractmethod
     async def probe(self, checkpoint: RestorePoint, message: str, *, tag: str) -> ProbeReply:

@@ -101,6 +101,7 @@ class BuiltinAgent(AgentUnderTest):
     ) -> None:
         self.backbone = backbone
         self.name = backbone.model
+        self.probe_group_size = backbone.batch_width
         self.memory_url = memory_url
         self.max_output_tokens = max_output_tokens
         self.adapters = adapters

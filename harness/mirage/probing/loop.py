@@ -5,7 +5,10 @@ classified (``records.path_fields``) from what the agent reports the probe had
 
 Order is state-major (then condition, question, repeat) so a local model's KV cache keeps the
 checkpoint's prefix between consecutive probes; ``concurrency`` workers take probes in that
-order. Keys already in the log are skipped, which is how a killed run resumes.
+order. Keys already in the log are skipped, which is how a killed run resumes. An agent whose
+backbone decodes calls in batches (the embedded model) is probed in fixed groups instead
+(``lockstep_groups``): its replies depend on their batch, and the groups come from the plan,
+so they are the same whatever ran before.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from harness.mirage.probing.records import (
 from harness.mirage.protocol import Condition
 from harness.mirage.scoring import Gold, ScoringProfile, SourceResolver
 from harness.mirage.trunk.checkpoints import Checkpoint
+from runtime.backbones.lockstep import LockstepGroup
 
 log = structlog.get_logger(__name__)
 
@@ -107,24 +111,56 @@ async def run_probes(
     *,
     concurrency: int = 1,
     on_done: Callable[[ProbeRecord], None] | None = None,
+    plan: Sequence[ProbeTask] | None = None,
 ) -> int:
     """Run every task whose key is not yet in ``results``, asking and scoring each probe the
-    way ``profile`` does; returns how many ran."""
+    way ``profile`` does; returns how many ran. An agent that answers in batches
+    (``probe_group_size``) is probed in the fixed groups ``lockstep_groups`` cuts from ``plan``
+    (every planned probe of these states; default ``tasks``), whatever ``concurrency``."""
     pending = [task for task in tasks if task.key not in results]
-    queue: asyncio.Queue[ProbeTask] = asyncio.Queue()
-    for task in pending:
-        queue.put_nowait(task)
+    wanted = {task.key for task in pending}
 
-    async def worker() -> None:
-        while not queue.empty():
-            task = queue.get_nowait()
-            message = profile.prompt(task.question, task.condition)
+    async def probe_and_record(task: ProbeTask, lockstep: LockstepGroup | None = None) -> None:
+        message = profile.prompt(task.question, task.condition)
+        if lockstep is None:
             reply = await agent.probe(task.checkpoint, message, tag=task.tag)
-            record = record_for(task, reply, resolver, agent.name, profile)
-            await asyncio.to_thread(results.append, record)  # its fsync: off the event loop
-            if on_done is not None:
-                on_done(record)
+        else:
+            with lockstep.member(task.tag):
+                reply = await agent.probe(task.checkpoint, message, tag=task.tag)
+            if task.key not in wanted:
+                return  # asked again only so that its group's batches are the planned ones
+        record = record_for(task, reply, resolver, agent.name, profile)
+        await asyncio.to_thread(results.append, record)  # its fsync: off the event loop
+        if on_done is not None:
+            on_done(record)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    width = agent.probe_group_size
+    if width is not None:
+        for group in lockstep_groups(plan if plan is not None else tasks, width):
+            if any(task.key in wanted for task in group):
+                lockstep = LockstepGroup()
+                await asyncio.gather(*(probe_and_record(task, lockstep) for task in group))
+    else:
+        queue: asyncio.Queue[ProbeTask] = asyncio.Queue()
+        for task in pending:
+            queue.put_nowait(task)
+
+        async def worker() -> None:
+            while not queue.empty():
+                await probe_and_record(queue.get_nowait())
+
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     log.info("probes_done", ran=len(pending), skipped=len(tasks) - len(pending))
     return len(pending)
+
+
+def lockstep_groups(tasks: Sequence[ProbeTask], width: int) -> list[list[ProbeTask]]:
+    """``tasks`` cut into the fixed groups a batching agent answers together: per state,
+    condition and repeat, consecutive questions, at most ``width`` at a time. A larger
+    ``--limit`` only adds groups (questions come in pack order), so a group is the same in a
+    fresh run, a resumed one or a retry, and so are the batches its replies came from."""
+    lanes: dict[tuple[str, str, int], list[ProbeTask]] = {}
+    for task in tasks:
+        state, condition, _, repeat = task.key
+        lanes.setdefault((state, condition, repeat), []).append(task)
+    return [lane[i : i + width] for lane in lanes.values() for i in range(0, len(lane), width)]

@@ -124,13 +124,10 @@ class Probing:
         planned = set(self.planned_keys(checkpoints))
         with probe_target(model_dir, config.retry_errors, planned) as target:
             for state, checkpoint in checkpoints.items():
-                tasks = [
-                    task
-                    for task in plan_probes(
-                        {state: checkpoint}, questions, config.conditions, config.repeats
-                    )
-                    if target.wanted(task.key)
-                ]
+                plan = list(
+                    plan_probes({state: checkpoint}, questions, config.conditions, config.repeats)
+                )
+                tasks = [task for task in plan if target.wanted(task.key)]
                 if not tasks:
                     continue
                 memory.pin(checkpoint.workspace_version)
@@ -142,6 +139,7 @@ class Probing:
                     run.scoring,
                     concurrency=config.concurrency,
                     on_done=run.progress.probes(agent.name, state, len(tasks)),
+                    plan=plan,
                 )
 
     def planned(self, answerer: str) -> list[RecordKey]:

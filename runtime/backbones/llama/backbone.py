@@ -18,6 +18,9 @@ execute, say) becomes a ``ProviderError`` naming the signal and ``mirage doctor`
 ending the run; a pipe round trip costs well under a millisecond against tens to thousands of
 milliseconds per generation (benchmarks/bench_backbones.py). Calls run in a worker thread
 (``asyncio.to_thread``) and are serialised by the worker's lock, which holds across event loops.
+Calls made inside a lockstep group (``runtime/backbones/lockstep.py``: the harness's fixed
+groups of probes) go to the worker as one ``BatchRequest`` per round, whose greedy replies it
+decodes together over their shared prefix (``runtime/backbones/llama/batch.py``).
 
 Per-call options (``with_call_options``): temperature, top_p, seed and stop strings go to
 llama.cpp's sampler; a required or named tool call and a JSON reply become a llama.cpp grammar
@@ -43,6 +46,7 @@ from runtime.backbones.base import (
     ToolMode,
     UnsupportedOption,
 )
+from runtime.backbones.llama.batch import MAX_SEQUENCES
 from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
 from runtime.backbones.llama.wire import (
     CHATML_END,
@@ -53,6 +57,7 @@ from runtime.backbones.llama.wire import (
     TokenizeRequest,
 )
 from runtime.backbones.llama.worker import LlamaWorker, worker_for
+from runtime.backbones.lockstep import current_member
 from runtime.backbones.openai_format import OpenAIMessage, to_openai_messages
 from runtime.messages import Message, ToolSpec, Usage
 from runtime.profiles import ModelProfile, resolve_profile
@@ -152,6 +157,7 @@ class EmbeddedBackbone(Backbone):
     """SmolLM2 (or another ChatML GGUF via ``model_path``) in a llama.cpp worker process."""
 
     max_output_tokens: int
+    batch_width = MAX_SEQUENCES - 1
 
     def __init__(
         self,
@@ -230,7 +236,12 @@ class EmbeddedBackbone(Backbone):
             stop=options.stop,
             grammar=reply_grammar(self.profile, tools, options),
         )
-        generated: Generated = await asyncio.to_thread(self.worker().call, request)
+        member = current_member()
+        generated: Generated
+        if member is None:
+            generated = await asyncio.to_thread(self.worker().call, request)
+        else:
+            generated = await member.submit(self.worker().call_batch, request)
         return self._to_completion(generated)
 
     def _to_completion(self, generated: Generated) -> Completion:

@@ -19,16 +19,24 @@ from __future__ import annotations
 import ctypes
 import signal
 import time
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from runtime.backbones.base import ProviderErrorKind
+from runtime.backbones.llama.batch import (
+    MAX_SEQUENCES,
+    BatchDecoder,
+    cells_needed,
+    shared_prefix,
+)
 from runtime.backbones.llama.grammar import GrammarError, gbnf
 from runtime.backbones.llama.kv_snapshots import KVSnapshot, KVSnapshots, common_prefix_length
 from runtime.backbones.llama.load import open_llama
 from runtime.backbones.llama.prefill import batch_spans, reusable_prefix
 from runtime.backbones.llama.wire import (
     CHATML_END,
+    BatchRequest,
     BuildInfo,
     Failure,
     Generated,
@@ -84,11 +92,94 @@ class LlamaRunner:
         self.llama = llama
         self.n_ctx = n_ctx
         self.snapshots = KVSnapshots(kv_snapshot_bytes)
+        self._batch_decoder: BatchDecoder | None = None
 
-    def handle(self, request: Request) -> int | Generated | Failure:
+    def handle(
+        self, request: Request
+    ) -> int | Generated | Failure | tuple[Generated | Failure, ...]:
         if isinstance(request, TokenizeRequest):
             return len(self._tokens(request.prompt))
+        if isinstance(request, BatchRequest):
+            return self.generate_batch(request.requests)
+        if is_batchable(request):
+            return self.generate_batch((request,))[0]
         return self.generate(request)
+
+    def generate_batch(
+        self, requests: tuple[GenerateRequest, ...]
+    ) -> tuple[Generated | Failure, ...]:
+        """Replies to ``requests`` in order: the greedy unconstrained ones decoded together
+        (``batch``: in order, as many at once as the cache holds), the others one at a time."""
+        replies: dict[int, Generated | Failure] = {}
+        together: list[tuple[int, list[int], int]] = []  # (index, tokens, reply budget)
+        for index, request in enumerate(requests):
+            if not is_batchable(request):
+                continue
+            tokens = self._tokens(request.prompt)
+            room = self.n_ctx - len(tokens)
+            if room < 1:
+                replies[index] = _too_long(len(tokens), self.n_ctx)
+            else:
+                together.append((index, tokens, min(request.max_output_tokens, room)))
+        for group in self._fitting_groups(together):
+            indices = [index for index, _, _ in group]
+            generated: list[Generated | Failure]
+            try:
+                generated = self._decode_group(
+                    [requests[i] for i in indices],
+                    [tokens for _, tokens, _ in group],
+                    [budget for _, _, budget in group],
+                )
+            except RuntimeError as exc:  # llama.cpp decode failures
+                self.llama.reset()  # sequence 0 may be half written: prefill from scratch
+                generated = [Failure("unknown", f"llama.cpp: {exc}")] * len(group)
+            replies.update(zip(indices, generated, strict=True))
+        for index, request in enumerate(requests):
+            if index not in replies:
+                replies[index] = self.generate(request)
+        return tuple(replies[index] for index in range(len(requests)))
+
+    def _fitting_groups(
+        self, together: list[tuple[int, list[int], int]]
+    ) -> list[list[tuple[int, list[int], int]]]:
+        """``together`` cut, in order, into groups whose cells fit the cache and whose replies
+        fit one sequence each."""
+        capacity = self.llama.n_ctx()
+        groups: list[list[tuple[int, list[int], int]]] = []
+        for item in together:
+            group = groups[-1] + [item] if groups else [item]
+            fits = cells_needed([t for _, t, _ in group], [b for _, _, b in group]) <= capacity
+            if groups and fits and len(group) < MAX_SEQUENCES:
+                groups[-1] = group
+            else:
+                groups.append([item])
+        return groups
+
+    def _decode_group(
+        self, requests: list[GenerateRequest], prompts: list[list[int]], budgets: list[int]
+    ) -> list[Generated | Failure]:
+        decoder = self._decoder()
+        self.snapshots.prepare(LlamaKV(self.llama), prompts[0])
+        self.llama._requires_eval = True  # sequence 0's logits are not kept across this call
+        clock = time.perf_counter()
+        evaluated = decoder.extend_live_cache(prompts[0], shared_prefix(prompts))
+        shared_s = time.perf_counter() - clock
+        generated: list[Generated | Failure] = list(decoder.run(requests, prompts, budgets))
+        first = generated[0]
+        assert isinstance(first, Generated)  # the shared prefix was evaluated for the first prompt
+        generated[0] = replace(
+            first,
+            cached_tokens=first.cached_tokens - evaluated,
+            prefill_tokens=first.prefill_tokens + evaluated,
+            prefill_s=first.prefill_s + shared_s,
+            latency_s=first.latency_s + shared_s,
+        )
+        return generated
+
+    def _decoder(self) -> BatchDecoder:
+        if self._batch_decoder is None:
+            self._batch_decoder = BatchDecoder(self.llama)
+        return self._batch_decoder
 
     def _tokens(self, prompt: str) -> list[int]:
         return list(self.llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
@@ -100,11 +191,7 @@ class LlamaRunner:
         tokens = self._tokens(request.prompt)
         room = self.n_ctx - len(tokens)
         if room < 1:
-            return Failure(
-                "context_length",
-                f"prompt of {len(tokens)} tokens does not fit the embedded model's "
-                f"{self.n_ctx}-token window",
-            )
+            return _too_long(len(tokens), self.n_ctx)
         try:
             grammar = _grammar(request)
         except GrammarError as exc:
@@ -167,6 +254,19 @@ class LlamaRunner:
             llama.n_tokens = prompt_length
             llama._ctx.kv_cache_seq_rm(-1, prompt_length, -1)
         llama._requires_eval = True  # the logits are the last reply token's, not the prompt's
+
+
+def is_batchable(request: GenerateRequest) -> bool:
+    """Greedy and unconstrained: what ``batch`` decodes (others go through llama-cpp-python's
+    sampler and grammar, one at a time)."""
+    return request.temperature == 0 and not request.grammar
+
+
+def _too_long(length: int, n_ctx: int) -> Failure:
+    return Failure(
+        "context_length",
+        f"prompt of {length} tokens does not fit the embedded model's {n_ctx}-token window",
+    )
 
 
 def _grammar(request: GenerateRequest) -> LlamaGrammar | None:

@@ -9,7 +9,9 @@ Every model is loaded with llama.cpp's extra buffer types off (model parameter
 advertise AMX but cannot execute tile instructions, and CPU_REPACK weight layouts. llama.cpp
 has no switch for AMX alone; repacking covers Q4_0/Q4_K/IQ4_NL-style weights, not SmolLM2's
 Q4_1 and Q8_0 tensors, so turning both off costs this model nothing (benchmarks/
-bench_backbones.py measures it). The load also reports llama.cpp's buffer-size lines, so
+bench_backbones.py measures it). The context is opened with ``MAX_SEQUENCES`` sequences over
+one unified KV cache of ``KV_CELLS_PER_WINDOW`` windows, for ``batch``'s replies decoded
+together over a shared prefix. The load also reports llama.cpp's buffer-size lines, so
 ``mirage doctor`` can show where the weights went.
 """
 
@@ -21,26 +23,32 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from runtime.backbones.llama.batch import MAX_SEQUENCES
 from runtime.backbones.llama.wire import LoadReport, ModelSpec
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
+KV_CELLS_PER_WINDOW = 2
+"""The KV cache holds twice the model's window: one full prompt in sequence 0 and the tails
+and replies of a batch beside it (``batch``); 16,384 cells of SmolLM2 are 377 MB."""
 _BUFFER_LINE_MARKERS = ("model buffer size", "KV buffer size", "compute buffer size")
 
 
 @contextmanager
-def _model_params_override(**fields: Any) -> Iterator[None]:
-    """``Llama`` exposes no ``use_extra_bufts`` argument: it builds its model parameters from
-    ``llama_model_default_params()``, so set the fields on what that returns while it loads."""
+def _default_params_override(kind: str, **fields: Any) -> Iterator[None]:
+    """``Llama`` exposes no ``use_extra_bufts``, ``n_seq_max`` or ``kv_unified`` argument: it
+    builds its ``kind`` (``model`` or ``context``) parameters from
+    ``llama_<kind>_default_params()``, so set the fields on what that returns while it loads."""
     from llama_cpp import llama_cpp as low_level
 
-    original = low_level.llama_model_default_params
-    known = {name for name, *_ in low_level.llama_model_params._fields_}
+    function_name = f"llama_{kind}_default_params"
+    original = getattr(low_level, function_name)
+    known = {name for name, *_ in getattr(low_level, f"llama_{kind}_params")._fields_}
     unknown = sorted(set(fields) - known)
     if unknown:  # ctypes would keep them as plain attributes that never reach llama.cpp
         raise RuntimeError(
-            f"this llama-cpp-python has no model parameter {', '.join(unknown)}; "
+            f"this llama-cpp-python has no {kind} parameter {', '.join(unknown)}; "
             "install llama-cpp-python>=0.3.36"
         )
 
@@ -50,11 +58,11 @@ def _model_params_override(**fields: Any) -> Iterator[None]:
             setattr(params, name, value)
         return params
 
-    low_level.llama_model_default_params = overridden
+    setattr(low_level, function_name, overridden)
     try:
         yield
     finally:
-        low_level.llama_model_default_params = original
+        setattr(low_level, function_name, original)
 
 
 @contextmanager
@@ -85,11 +93,12 @@ def open_llama(spec: ModelSpec) -> tuple[Llama, LoadReport]:
     started = time.perf_counter()
     with (
         _captured_buffer_lines() as lines,
-        _model_params_override(use_extra_bufts=spec.extra_buffer_types),
+        _default_params_override("model", use_extra_bufts=spec.extra_buffer_types),
+        _default_params_override("context", n_seq_max=MAX_SEQUENCES, kv_unified=True),
     ):
         llama = Llama(
             model_path=spec.path,
-            n_ctx=spec.n_ctx,
+            n_ctx=spec.n_ctx * KV_CELLS_PER_WINDOW,
             n_threads=spec.n_threads,
             n_threads_batch=spec.n_threads,
             n_batch=512,

@@ -4,8 +4,8 @@ Above: ``LlamaWorker`` (``runtime/backbones/llama/worker.py``, the parent side),
 ``ModelSpec`` first and then ``Request`` values. Below: the worker's main loop
 (``runtime/backbones/llama/child.py``), which answers ``BuildInfo`` once llama.cpp is imported,
 a ``LoadReport`` (or a ``Failure``) once the model is loaded, and one reply per request: a token
-count, a ``Generated`` or a ``Failure``. Both sides import these classes from this module, so
-they unpickle under the same names in both processes.
+count, a ``Generated`` or a ``Failure`` (a tuple of them for a ``BatchRequest``). Both sides
+import these classes from this module, so they unpickle under the same names in both processes.
 """
 
 from __future__ import annotations
@@ -57,6 +57,15 @@ class GenerateRequest:
 
 
 @dataclass(frozen=True)
+class BatchRequest:
+    """Generations decoded together (``batch``); the reply is a tuple of ``Generated`` or
+    ``Failure``, one per request, in order. Greedy unconstrained requests share the batch;
+    others are served one at a time after it."""
+
+    requests: tuple[GenerateRequest, ...]
+
+
+@dataclass(frozen=True)
 class Generated:
     text: str
     finish_reason: str
@@ -101,4 +110,4 @@ class WorkerInfo:
     load: LoadReport
 
 
-Request = TokenizeRequest | GenerateRequest
+Request = TokenizeRequest | GenerateRequest | BatchRequest

@@ -23,7 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -33,7 +33,16 @@ import structlog
 
 from runtime.backbones.base import ProviderError, UnsupportedOption
 from runtime.backbones.llama import child as llama_child
-from runtime.backbones.llama.wire import BuildInfo, Failure, ModelSpec, Request, WorkerInfo
+from runtime.backbones.llama.wire import (
+    BatchRequest,
+    BuildInfo,
+    Failure,
+    Generated,
+    GenerateRequest,
+    ModelSpec,
+    Request,
+    WorkerInfo,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -133,10 +142,16 @@ class LlamaWorker:
                 raise self._crashed("while serving a call") from exc
             self._crashes = 0
         if isinstance(reply, Failure):
-            if reply.param is not None:
-                raise UnsupportedOption(reply.param, reply.message)
-            raise ProviderError(reply.kind, reply.message)
+            raise _as_error(reply)
         return reply
+
+    def call_batch(
+        self, requests: Sequence[GenerateRequest]
+    ) -> list[Generated | ProviderError | UnsupportedOption]:
+        """Replies to ``requests`` decoded as one batch (``BatchRequest``), in order; a failed
+        request's reply is the error to raise for it."""
+        replies = self.call(BatchRequest(tuple(requests)))
+        return [_as_error(r) if isinstance(r, Failure) else r for r in replies]
 
     def _ensure_started(self) -> WorkerInfo:
         if self._process is not None and self._process.poll() is not None:
@@ -237,6 +252,13 @@ def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
         conn = Connection(ours.detach())
     conn.send(spec)
     return process, conn
+
+
+def _as_error(failure: Failure) -> ProviderError | UnsupportedOption:
+    """The exception a ``Failure`` stands for: ``UnsupportedOption`` when it names a field."""
+    if failure.param is not None:
+        return UnsupportedOption(failure.param, failure.message)
+    return ProviderError(failure.kind, failure.message)
 
 
 def _wait(process: subprocess.Popen[bytes], *, timeout_s: float) -> int | None:
