@@ -1,11 +1,11 @@
 """Backbone benchmarks: the embedded model's KV prefix reuse, its kept KV copies, its worker
 process's per-call overhead, llama.cpp's extra buffer types on vs off, the OpenMP wait policy
 and how long its threads spin before sleeping, the cost of a grammar per generated token,
-litellm retries.
+litellm retries, and probes decoded one at a time against together.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
-        [--repeats 5] [--snapshot-tokens 2000 6000]
-        [--sections embedded snapshots worker bufts omp spin grammar retries]
+        [--repeats 5] [--snapshot-tokens 2000 6000] [--batch-widths 4 12 15]
+        [--sections embedded snapshots worker bufts omp spin grammar retries batch]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
@@ -29,6 +29,9 @@ llama.cpp's model evaluation (sampling, where a grammar works; less swayed by th
 load than the whole); and the time to build each grammar (``llama_grammar.gbnf``). Litellm:
 against the local fault-injecting OpenAI server — a clean call,
 retry-then-success after 429 + 503, a hang detected by the client timeout, retries exhausted.
+Batch: probe-like greedy calls (a ~4,000-token shared history, 64-token replies) one at a time
+and as one ``BatchRequest`` of each width, in the worker process: tokens per second alone and
+together, and how many of the batch's replies equal the ones given alone.
 Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
 their earlier numbers).
 """
@@ -59,6 +62,7 @@ from runtime.backbones.llama.grammar import gbnf  # noqa: E402
 from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
 from runtime.backbones.llama.load import open_llama  # noqa: E402
 from runtime.backbones.llama.wire import (  # noqa: E402
+    BatchRequest,
     Generated,
     GenerateRequest,
     ModelSpec,
@@ -478,7 +482,62 @@ def _print_mapping(title: str, mapping: dict[str, Any]) -> None:
         print(f"  {key}: {value}")
 
 
-SECTIONS = ("embedded", "snapshots", "worker", "bufts", "omp", "spin", "grammar", "retries")
+def bench_batch(widths: list[int], prefix_tokens: int, reply_tokens: int) -> dict[str, Any]:
+    """Probe-like greedy calls over one shared prefix (a state's history), answered one at a
+    time and as one ``BatchRequest`` (``runtime/backbones/llama/batch.py``), in the worker
+    process: tokens per second, the speed-up, and how many replies the batch left unchanged."""
+    backbone = EmbeddedBackbone()
+    worker = backbone.worker()
+    words = " ".join(f"crate{n} holds {n % 9} marbles;" for n in range(prefix_tokens // 6))
+    history = f"<|im_start|>system\nAn inventory: {words}<|im_end|>\n"
+    results: dict[str, Any] = {"prefix_tokens": prefix_tokens, "reply_tokens": reply_tokens}
+    try:
+        for width in widths:
+            requests = [
+                GenerateRequest(
+                    f"{history}<|im_start|>user\nQuestion {n}: how many marbles does crate{n * 7}"
+                    " hold, and which crates hold as many? Explain.<|im_end|>\n"
+                    "<|im_start|>assistant\n",
+                    reply_tokens,
+                    0.0,
+                    1,
+                )
+                for n in range(width)
+            ]
+            worker.call(requests[0])  # the prefix, once: both ways start from it
+            started = time.perf_counter()
+            alone = [worker.call(request) for request in requests]
+            alone_s = time.perf_counter() - started
+            started = time.perf_counter()
+            together = worker.call(BatchRequest(tuple(requests)))
+            batch_s = time.perf_counter() - started
+            tokens = sum(reply.output_tokens for reply in alone)
+            batched_tokens = sum(reply.output_tokens for reply in together)
+            results[f"width_{width}"] = {
+                "alone_tok_s": round(tokens / alone_s, 1),
+                "batched_tok_s": round(batched_tokens / batch_s, 1),
+                "speedup": round(alone_s / batch_s, 2),
+                "replies_unchanged": sum(
+                    a.text == b.text for a, b in zip(alone, together, strict=True)
+                ),
+                "load_1min": round(os.getloadavg()[0], 2),
+            }
+    finally:
+        worker.close()
+    return results
+
+
+SECTIONS = (
+    "embedded",
+    "snapshots",
+    "worker",
+    "bufts",
+    "omp",
+    "spin",
+    "grammar",
+    "retries",
+    "batch",
+)
 
 
 def main() -> None:
@@ -489,6 +548,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--overhead-tokens", type=int, default=6000, help="long prompt (worker)")
+    parser.add_argument("--batch-widths", type=int, nargs="+", default=[4, 12, 15])
     args = parser.parse_args()
     payload: dict[str, Any] = {}
     if "embedded" in args.sections:
@@ -516,6 +576,9 @@ def main() -> None:
     if "retries" in args.sections:
         payload["retries"] = asyncio.run(bench_retries())
         _print_mapping("litellm retries against the fault-injecting server:", payload["retries"])
+    if "batch" in args.sections:
+        payload["batch"] = bench_batch(args.batch_widths, 4000, 64)
+        _print_mapping("probes alone vs decoded together (tokens/s):", payload["batch"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     machine = {
         "cpus": os.cpu_count(),

@@ -1,7 +1,9 @@
 """Where the default ``mirage run`` spends its time: wall and CPU seconds per phase (workspace
 index build, model load, the trunk's planting and filler turns, the memory flush + compaction
 turn, each state's probes, the report), with the embedded model's calls, prompt tokens, tokens
-prefilled (not taken from a KV cache) and generated per phase.
+prefilled (not taken from a KV cache) and generated per phase, and the embedded model's probe
+phase as a whole (``probe_phase``: tokens generated per second, calls and the batches they went
+out in; with ``--compare`` against a run from before batching, alone against batched).
 
 CPU is this process plus its descendants (the llama.cpp worker, read from ``/proc``), which
 depends much less on other load than wall time does: the 1-minute load is recorded at each
@@ -50,7 +52,7 @@ from harness.mirage.config import RunConfig
 from harness.mirage.run import MirageRun
 from harness.mirage.run.probing import Probing
 from harness.mirage.trunk.runner import TrunkRunner
-from runtime.backbones.llama.wire import Generated, GenerateRequest
+from runtime.backbones.llama.wire import BatchRequest, Generated, GenerateRequest
 from runtime.backbones.llama.worker import LlamaWorker
 from runtime.snapshot import load_snapshot, session_hash
 
@@ -187,27 +189,16 @@ def _install_hooks() -> None:
 
     def call(worker: LlamaWorker, request: Any) -> Any:
         reply = original_call(worker, request)
-        if isinstance(request, GenerateRequest) and isinstance(reply, Generated):
-            MODEL_CALLS.append(
-                {
-                    "phase": "/".join(PHASES.stack),
-                    "prompt_sha256": _sha256(request.prompt),
-                    "reply_sha256": _sha256(reply.text),
-                    "prompt_tokens": reply.prompt_tokens,
-                    "cached_tokens": reply.cached_tokens,
-                }
-            )
-            PHASES.count(
-                calls=1,
-                prompt_tokens=reply.prompt_tokens,
-                cached_tokens=reply.cached_tokens,
-                prefilled_tokens=reply.prefill_tokens,
-                generated_tokens=reply.output_tokens,
-                prefill_s=reply.prefill_s,
-                decode_s=reply.decode_s,
-            )
+        if isinstance(request, BatchRequest):
+            pairs = list(zip(request.requests, reply, strict=True))
+            PHASES.count(batches=1, batched_calls=len(pairs))
         else:
-            PHASES.count(tokenize_calls=1)
+            pairs = [(request, reply)]
+        for asked, answered in pairs:
+            if isinstance(asked, GenerateRequest) and isinstance(answered, Generated):
+                _count_generation(asked, answered)
+            elif not isinstance(asked, GenerateRequest):
+                PHASES.count(tokenize_calls=1)
         return reply
 
     LlamaWorker.call = call  # type: ignore[assignment,method-assign]
@@ -219,6 +210,27 @@ def _install_hooks() -> None:
         return written
 
     ResultsLog.append = append  # type: ignore[assignment,method-assign]
+
+
+def _count_generation(request: GenerateRequest, reply: Generated) -> None:
+    MODEL_CALLS.append(
+        {
+            "phase": "/".join(PHASES.stack),
+            "prompt_sha256": _sha256(request.prompt),
+            "reply_sha256": _sha256(reply.text),
+            "prompt_tokens": reply.prompt_tokens,
+            "cached_tokens": reply.cached_tokens,
+        }
+    )
+    PHASES.count(
+        calls=1,
+        prompt_tokens=reply.prompt_tokens,
+        cached_tokens=reply.cached_tokens,
+        prefilled_tokens=reply.prefill_tokens,
+        generated_tokens=reply.output_tokens,
+        prefill_s=reply.prefill_s,
+        decode_s=reply.decode_s,
+    )
 
 
 def _group(path: tuple[str, ...]) -> str:
@@ -264,6 +276,21 @@ def phase_table() -> dict[str, dict[str, float]]:
             out["load_1min_mean"] = round(sum(loads) / len(loads), 2)
         table[name] = out
     return table
+
+
+def probe_phase(table: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The embedded model's probe phases together: wall time, tokens generated per second of
+    it, and how many of its calls went out in how many batches (0: one call at a time)."""
+    rows = [row for name, row in table.items() if name.startswith("probes.")]
+    wall = sum(row["wall_s"] for row in rows)
+    generated = sum(row.get("generated_tokens", 0) for row in rows)
+    return {
+        "wall_s": round(wall, 1),
+        "generated_tokens": int(generated),
+        "tok_s": round(generated / wall, 1) if wall else 0.0,
+        "calls": int(sum(row.get("calls", 0) for row in rows)),
+        "batches": int(sum(row.get("batches", 0) for row in rows)),
+    }
 
 
 def _sha256(text: str) -> str:
@@ -319,7 +346,8 @@ def _cpu_model() -> str | None:
 
 
 def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
-    other = json.loads(other_path.read_text())["outputs"]
+    other_run = json.loads(other_path.read_text())
+    other = other_run["outputs"]
     differing = sorted(
         key
         for key in set(mine["raw_outputs"]) | set(other["raw_outputs"])
@@ -342,6 +370,7 @@ def compare(mine: dict[str, Any], other_path: Path) -> dict[str, Any]:
     )
     return {
         "against": str(other_path),
+        "probe_phase": other_run.get("probe_phase") or probe_phase(other_run.get("phases", {})),
         "checkpoints_compared_by": field,
         "outputs_differing": differing,
         "checkpoints_differing": checkpoints,
@@ -420,6 +449,7 @@ def main() -> None:
             name: round(when - started_wall, 1) for name, when in FIRST_RESULT.items()
         },
         "phases": table,
+        "probe_phase": probe_phase(table),
         "outputs": outputs,
     }
     if args.compare is not None and outputs is not None:
@@ -433,12 +463,22 @@ def main() -> None:
             f"{int(row.get('prefilled_tokens', 0)):>8} {int(row.get('generated_tokens', 0)):>8}"
         )
     print("first result:", ", ".join(f"{k} {v} s" for k, v in data["first_result_s"].items()))
+    probes = data["probe_phase"]
+    print(
+        f"embedded model's probes: {probes['generated_tokens']} tokens in {probes['wall_s']} s = "
+        f"{probes['tok_s']} tok/s, {probes['calls']} calls in {probes['batches']} batches"
+    )
     print(
         f"total: {data['total_wall_s']} s wall, {data['total_cpu_s']} s CPU "
         f"(load {data['load_1min_before']} -> {data['load_1min_after']} on {os.cpu_count()} cores)"
     )
     if "comparison" in data:
         comparison = data["comparison"]
+        theirs = comparison.get("probe_phase") or {}
+        print(
+            f"vs {args.compare}: its probes {theirs.get('tok_s')} tok/s in "
+            f"{theirs.get('batches')} batches ({theirs.get('wall_s')} s)"
+        )
         calls = comparison["model_calls"] or {}
         print(
             f"vs {args.compare}: {len(comparison['outputs_differing'])} raw outputs differ, "

@@ -4,8 +4,10 @@ In order: the CPU's instruction-set flags (``/proc/cpuinfo``); what the installe
 compiled for (``llama_print_system_info``, read inside the worker process, so a library that
 cannot even load is reported rather than fatal); whether the build needs an instruction this
 CPU lacks (an error naming the rebuild command); where the weights go (llama.cpp's buffer
-types, with its extra buffer types, AMX and CPU_REPACK, off); and a short real prefill and
-decode in the worker process, so a native crash is reported by its signal.
+types, with its extra buffer types, AMX and CPU_REPACK, off); what it runs with and why (threads,
+the OpenMP wait the load chose, whether the usable CPUs are SMT siblings of fewer cores, how
+probes are batched); and a short real prefill and decode in the worker process, so a native
+crash is reported by its signal.
 
 Above: ``mirage doctor`` (``mirage.cli.doctor``), which prints the checks. Below:
 ``runtime.backbones.llama.worker`` (the worker process) and its messages (``llama_wire``).
@@ -13,6 +15,7 @@ Above: ``mirage doctor`` (``mirage.cli.doctor``), which prints the checks. Below
 
 from __future__ import annotations
 
+import os
 import platform
 import shlex
 from dataclasses import dataclass
@@ -20,12 +23,14 @@ from pathlib import Path
 from typing import Literal
 
 from runtime.backbones.base import ProviderError
-from runtime.backbones.llama.backbone import EmbeddedBackbone, render_chatml
+from runtime.backbones.llama.backbone import THREADS_ENV, EmbeddedBackbone, render_chatml
+from runtime.backbones.llama.batch import MAX_SEQUENCES
 from runtime.backbones.llama.wire import Generated, GenerateRequest, WorkerInfo
 from runtime.backbones.llama.worker import LlamaWorker, WorkerCrashed, describe_exit
 
 Status = Literal["ok", "note", "error"]
 CPUINFO = Path("/proc/cpuinfo")
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 TRIAL_PROMPT_TOKENS = 600  # above one 512-token batch: the probe-sized prefill that crashed
 TRIAL_OUTPUT_TOKENS = 16
 # How the README builds llama-cpp-python (for any x86-64 CPU with AVX2), read from the root of
@@ -119,6 +124,12 @@ def missing_instructions(features: frozenset[str], flags: frozenset[str]) -> lis
     return missing
 
 
+def usable_cpus() -> set[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
 def cpu_check(cpuinfo: str) -> Check:
     flags = cpu_flags(cpuinfo)
     if not flags:
@@ -163,6 +174,60 @@ def buffers_check(info: WorkerInfo) -> Check:
     extra = f"extra buffer types {state} (compiled in: {', '.join(compiled) or 'none'})"
     lines = "; ".join(line.split(": ", 1)[-1] for line in info.load.buffer_lines)
     return Check("ok", "buffers", f"{extra}; {lines}")
+
+
+def physical_cores(cpus: set[int], sysfs: Path = SYSFS_CPU) -> int | None:
+    """Distinct (package, core) pairs among ``cpus`` (``/sys``'s topology); None: unknown."""
+    cores = set()
+    for cpu in cpus:
+        topology = sysfs / f"cpu{cpu}" / "topology"
+        try:
+            package = (topology / "physical_package_id").read_text().strip()
+            core = (topology / "core_id").read_text().strip()
+        except OSError:
+            return None
+        cores.add((package, core))
+    return len(cores)
+
+
+def threads_check(worker: LlamaWorker, cpus: set[int], cores: int | None) -> Check:
+    """What the worker runs with and why: threads, the OpenMP wait, the CPUs' topology and how
+    probes are batched. Two threads on SMT siblings of one core share its vector units."""
+    threads = worker.spec.n_threads
+    chosen = (
+        "MIRAGE_LLAMA_THREADS"
+        if THREADS_ENV in os.environ
+        else "default; MIRAGE_LLAMA_THREADS sets it"
+    )
+    wait = worker.openmp_wait
+    user_set = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & os.environ.keys()
+    if user_set:
+        waiting = f"OpenMP wait as you set it ({', '.join(sorted(user_set))})"
+    elif wait.get("GOMP_SPINCOUNT"):
+        waiting = (
+            f"OpenMP threads spin {wait['GOMP_SPINCOUNT']} times at barriers, then sleep "
+            f"(1-minute load {wait.get('load_per_cpu')} per CPU at start: idle)"
+        )
+    else:
+        waiting = (
+            f"OpenMP threads sleep at barriers at once (1-minute load {wait.get('load_per_cpu')}"
+            " per CPU at start: busy)"
+        )
+    layout = f"{len(cpus)} usable CPUs on " + (f"{cores} physical cores" if cores else "? cores")
+    batching = (
+        f"probes decoded up to {MAX_SEQUENCES - 1} at a time over one unified KV cache of "
+        f"{worker.spec.n_ctx:,} cells (flash attention off)"
+    )
+    detail = f"{threads} llama.cpp threads ({chosen}) · {layout} · {waiting} · {batching}"
+    if cores is not None and cores < min(threads, len(cpus)):
+        return Check(
+            "note",
+            "threads",
+            f"{detail}. The CPUs are SMT siblings: {threads} threads share {cores} core's vector "
+            "units, so prefill runs at about one core's speed (compare `run` below with "
+            "docs/running.md's figures)",
+        )
+    return Check("ok", "threads", detail)
 
 
 def trial_check(worker: LlamaWorker) -> Check:
@@ -231,6 +296,8 @@ def diagnose(worker: LlamaWorker, cpuinfo: str) -> list[Check]:
         amx = amx_check(info.build.system_info, flags)
         checks.extend([amx] if amx else [])
     checks.append(buffers_check(info))
+    cpus = usable_cpus()
+    checks.append(threads_check(worker, cpus, physical_cores(cpus)))
     checks.append(trial_check(worker))
     return checks
 

@@ -23,9 +23,13 @@ from runtime.backbones.doctor import (
     build_features,
     compatibility_check,
     cpu_flags,
+    physical_cores,
+    threads_check,
     trial_check,
 )
 from runtime.backbones.llama.backbone import EmbeddedBackbone
+from runtime.backbones.llama.wire import ModelSpec
+from runtime.backbones.llama.worker import LlamaWorker
 
 # An AVX2-only AMD EPYC guest (this project's CI machines) ...
 EPYC_CPUINFO = """processor\t: 0
@@ -92,7 +96,7 @@ def test_doctor_reports_this_machine_and_a_real_run() -> None:
     result = CliRunner().invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     lines = {line.split()[1]: line for line in result.output.splitlines()[1:-1]}
-    assert set(lines) >= {"cpu", "llama.cpp", "build", "buffers", "run"}
+    assert set(lines) >= {"cpu", "llama.cpp", "build", "buffers", "threads", "run"}
     assert all(line.startswith(("ok", "note")) for line in lines.values())
     assert "extra buffer types off" in lines["buffers"]
     assert "AMX" not in lines["buffers"].split(";", 1)[1]  # no weights in an AMX buffer
@@ -111,3 +115,28 @@ def test_a_native_crash_during_the_trial_is_reported_by_its_signal() -> None:
         worker.close()
     assert check.status == "error"
     assert "SIGILL (Illegal instruction)" in check.detail and REBUILD_COMMAND in check.detail
+
+
+def fake_topology(root: Path, cores: dict[int, tuple[int, int]]) -> Path:
+    for cpu, (package, core) in cores.items():
+        topology = root / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text(f"{package}\n")
+        (topology / "core_id").write_text(f"{core}\n")
+    return root
+
+
+def test_smt_siblings_are_noted_with_what_the_worker_chose(tmp_path: Path) -> None:
+    siblings = fake_topology(tmp_path / "smt", {0: (0, 0), 1: (0, 0)})
+    separate = fake_topology(tmp_path / "cores", {0: (0, 0), 1: (0, 1)})
+    assert physical_cores({0, 1}, siblings) == 1
+    assert physical_cores({0, 1}, separate) == 2
+    assert physical_cores({0, 1}, tmp_path / "nothing") is None
+    worker = LlamaWorker(ModelSpec("model.gguf", 8192, 2))
+    worker.openmp_wait = {"GOMP_SPINCOUNT": "1000", "load_per_cpu": "0.20"}
+    shared = threads_check(worker, {0, 1}, 1)
+    assert shared.status == "note" and "SMT siblings" in shared.detail
+    alone = threads_check(worker, {0, 1}, 2)
+    assert alone.status == "ok"
+    assert "2 llama.cpp threads" in alone.detail and "spin 1000 times" in alone.detail
+    assert "load 0.20 per CPU" in alone.detail and "8,192 cells" in alone.detail

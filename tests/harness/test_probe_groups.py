@@ -87,6 +87,8 @@ async def test_a_resumed_run_asks_each_probe_in_the_batch_a_fresh_run_did(tmp_pa
     agent = await probe(fresh, tasks)
     assert agent.batches[0] == ["S2.C0.q00.r0", "S2.C0.q01.r0", "S2.C0.q02.r0"]
     assert len(agent.batches) == 4  # one batch per group, never mixed by timing
+    written = [r.key for r in read_records(fresh / RESULTS_FILE, ProbeRecord)]
+    assert written == [task.key for task in tasks]  # in plan order, whatever finished first
 
     await probe(resumed, tasks, keep=4)  # killed after four probes: q03 ran without its partner
     assert len(answers(resumed)) == 4

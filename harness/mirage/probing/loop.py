@@ -120,26 +120,29 @@ async def run_probes(
     pending = [task for task in tasks if task.key not in results]
     wanted = {task.key for task in pending}
 
-    async def probe_and_record(task: ProbeTask, lockstep: LockstepGroup | None = None) -> None:
+    async def ask(task: ProbeTask) -> ProbeRecord:
         message = profile.prompt(task.question, task.condition)
-        if lockstep is None:
-            reply = await agent.probe(task.checkpoint, message, tag=task.tag)
-        else:
-            with lockstep.member(task.tag):
-                reply = await agent.probe(task.checkpoint, message, tag=task.tag)
-            if task.key not in wanted:
-                return  # asked again only so that its group's batches are the planned ones
-        record = record_for(task, reply, resolver, agent.name, profile)
+        reply = await agent.probe(task.checkpoint, message, tag=task.tag)
+        return record_for(task, reply, resolver, agent.name, profile)
+
+    async def keep(record: ProbeRecord) -> None:
         await asyncio.to_thread(results.append, record)  # its fsync: off the event loop
         if on_done is not None:
             on_done(record)
+
+    async def ask_as_member(task: ProbeTask, lockstep: LockstepGroup) -> ProbeRecord:
+        with lockstep.member(task.tag):
+            return await ask(task)
 
     width = agent.probe_group_size
     if width is not None:
         for group in lockstep_groups(plan if plan is not None else tasks, width):
             if any(task.key in wanted for task in group):
                 lockstep = LockstepGroup()
-                await asyncio.gather(*(probe_and_record(task, lockstep) for task in group))
+                answered = await asyncio.gather(*(ask_as_member(t, lockstep) for t in group))
+                for record in answered:  # in plan order; partners asked again are not kept
+                    if record.key in wanted:
+                        await keep(record)
     else:
         queue: asyncio.Queue[ProbeTask] = asyncio.Queue()
         for task in pending:
@@ -147,7 +150,7 @@ async def run_probes(
 
         async def worker() -> None:
             while not queue.empty():
-                await probe_and_record(queue.get_nowait())
+                await keep(await ask(queue.get_nowait()))
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     log.info("probes_done", ran=len(pending), skipped=len(tasks) - len(pending))

@@ -10,8 +10,9 @@ advertise AMX but cannot execute tile instructions, and CPU_REPACK weight layout
 has no switch for AMX alone; repacking covers Q4_0/Q4_K/IQ4_NL-style weights, not SmolLM2's
 Q4_1 and Q8_0 tensors, so turning both off costs this model nothing (benchmarks/
 bench_backbones.py measures it). The context is opened with ``MAX_SEQUENCES`` sequences over
-one unified KV cache of ``KV_CELLS_PER_WINDOW`` windows, for ``batch``'s replies decoded
-together over a shared prefix. The load also reports llama.cpp's buffer-size lines, so
+one unified KV cache of the model's window, for ``batch``'s replies decoded together over a
+shared prefix (a batch that would not fit is split, in order), so a single call keeps the
+cache layout it always had. The load also reports llama.cpp's buffer-size lines, so
 ``mirage doctor`` can show where the weights went.
 """
 
@@ -29,9 +30,6 @@ from runtime.backbones.llama.wire import LoadReport, ModelSpec
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-KV_CELLS_PER_WINDOW = 2
-"""The KV cache holds twice the model's window: one full prompt in sequence 0 and the tails
-and replies of a batch beside it (``batch``); 16,384 cells of SmolLM2 are 377 MB."""
 _BUFFER_LINE_MARKERS = ("model buffer size", "KV buffer size", "compute buffer size")
 
 
@@ -98,7 +96,7 @@ def open_llama(spec: ModelSpec) -> tuple[Llama, LoadReport]:
     ):
         llama = Llama(
             model_path=spec.path,
-            n_ctx=spec.n_ctx * KV_CELLS_PER_WINDOW,
+            n_ctx=spec.n_ctx,
             n_threads=spec.n_threads,
             n_threads_batch=spec.n_threads,
             n_batch=512,

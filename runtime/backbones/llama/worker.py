@@ -120,6 +120,7 @@ class LlamaWorker:
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._crashes = 0
+        self.openmp_wait: dict[str, str | None] = {}  # what the last start chose, and the load
 
     @property
     def pid(self) -> int | None:
@@ -164,7 +165,7 @@ class LlamaWorker:
                 f"not starting it again — {DOCTOR_HINT}",
                 None,
             )
-        process, conn = _spawn(self.spec)
+        process, conn, self.openmp_wait = _spawn(self.spec)
         self._process, self._conn, self.build = process, conn, None
         self.info = self._handshake(conn, process)
         return self.info
@@ -232,8 +233,11 @@ class LlamaWorker:
 _CHILD_ENTRY = f"from {llama_child.__name__} import serve_fd; serve_fd"
 
 
-def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
-    """Start a worker process holding one end of a socket pair; send it ``spec``."""
+def _spawn(
+    spec: ModelSpec,
+) -> tuple[subprocess.Popen[bytes], Connection, dict[str, str | None]]:
+    """Start a worker process holding one end of a socket pair; send it ``spec``. Also returns
+    the OpenMP wait it was given and the load that chose it."""
     ours, theirs = socket.socketpair()
     package_root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
@@ -251,7 +255,7 @@ def _spawn(spec: ModelSpec) -> tuple[subprocess.Popen[bytes], Connection]:
         )
         conn = Connection(ours.detach())
     conn.send(spec)
-    return process, conn
+    return process, conn, {**waits, "load_per_cpu": f"{load:.2f}"}
 
 
 def _as_error(failure: Failure) -> ProviderError | UnsupportedOption:
