@@ -5,18 +5,18 @@ of probes as members of one ``LockstepGroup``. Below: a backbone whose ``batch_w
 (``EmbeddedBackbone``), which hands each call to ``submit`` when its turn runs inside a group
 (``current_member``) and gets the reply of its slice of one batch back.
 
-A batch goes out once every member still running waits on a call: members that are executing a
-tool or scoring hold it back, and members that have finished no longer count. Its calls are in
-member order (the members' keys), not in arrival order. So which calls share a batch, and in
-what order, depends only on the group and on what the members ask — never on timing — and a
-backbone whose replies depend on their batch (``runtime/backbones/llama/batch.py``) still gives
-the same replies in every run.
+A batch goes out once every member not yet finished waits on a call: members that have not
+started, or are executing a tool, hold it back; members that have finished no longer count.
+Its calls are in member order (the members' keys), not in arrival order. So which calls share
+a batch, and in what order, depends only on the group and on what the members ask — never on
+timing — and a backbone whose replies depend on their batch
+(``runtime/backbones/llama/batch.py``) still gives the same replies in every run.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -53,19 +53,22 @@ def current_member() -> Member | None:
 
 
 class LockstepGroup:
-    """Members (agent turns, keyed in a fixed order) whose backbone calls go out together."""
+    """Members (agent turns, keyed in a fixed order) whose backbone calls go out together.
+    Every member is named up front, so the first batch waits for the last member to start."""
 
-    def __init__(self) -> None:
-        self._members: set[str] = set()
+    def __init__(self, keys: Iterable[str]) -> None:
+        self._members: set[str] = set(keys)
+        self._entered: set[str] = set()
         self._waiting: list[_Waiting] = []
         self._sending: set[asyncio.Task[None]] = set()
 
     @contextmanager
     def member(self, key: str) -> Iterator[Member]:
-        """Run the body as member ``key``: backbone calls made inside it join the group."""
-        if key in self._members:
-            raise ValueError(f"lockstep member {key!r} is already running")
-        self._members.add(key)
+        """Run the body as member ``key``: backbone calls made inside it join the group; the
+        group stops waiting for it when the body ends."""
+        if key not in self._members or key in self._entered:
+            raise ValueError(f"{key!r} is not a lockstep member waiting to run")
+        self._entered.add(key)
         member = Member(self, key)
         token = _CURRENT.set(member)
         try:

@@ -43,7 +43,7 @@ def run_group(turns: dict[str, int], seed: int) -> tuple[list[list[str]], dict[s
     pauses = random.Random(seed)
 
     async def main() -> tuple[list[list[str]], dict[str, list[str]]]:
-        group, call = LockstepGroup(), Recorder()
+        group, call = LockstepGroup(turns), Recorder()
         keys = list(turns)
         pauses.shuffle(keys)
         results = await asyncio.gather(
@@ -68,7 +68,7 @@ def test_a_failed_batch_fails_every_member_in_it() -> None:
         raise RuntimeError("worker died")
 
     async def main() -> list[BaseException | str]:
-        group = LockstepGroup()
+        group = LockstepGroup(["x", "y"])
 
         async def turn(key: str) -> str:
             with group.member(key) as member:
@@ -82,7 +82,7 @@ def test_a_failed_batch_fails_every_member_in_it() -> None:
 
 def test_a_member_that_leaves_without_calling_releases_the_others() -> None:
     async def main() -> list[list[str]]:
-        group, call = LockstepGroup(), Recorder()
+        group, call = LockstepGroup(["a", "b"]), Recorder()
 
         async def caller() -> None:
             with group.member("a") as member:
@@ -98,11 +98,28 @@ def test_a_member_that_leaves_without_calling_releases_the_others() -> None:
     assert asyncio.run(main()) == [["a:0"]]
 
 
-def test_a_key_runs_once_at_a_time() -> None:
-    group = LockstepGroup()
+def test_members_are_named_up_front_and_run_once() -> None:
+    group = LockstepGroup(["a"])
+    with pytest.raises(ValueError, match="not a lockstep member"), group.member("b"):
+        pass
     with (
         group.member("a"),
-        pytest.raises(ValueError, match="already running"),
+        pytest.raises(ValueError, match="not a lockstep member"),
         group.member("a"),
     ):
         pass
+
+
+def test_the_first_batch_waits_for_a_member_that_starts_late() -> None:
+    async def main() -> list[list[str]]:
+        group, call = LockstepGroup(["early", "late"]), Recorder()
+
+        async def turn(key: str, start_after: float) -> None:
+            await asyncio.sleep(start_after)
+            with group.member(key) as member:
+                await member.submit(call, key)
+
+        await asyncio.gather(turn("early", 0), turn("late", 0.02))
+        return call.batches
+
+    assert asyncio.run(main()) == [["early", "late"]]

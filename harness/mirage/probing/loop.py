@@ -138,7 +138,7 @@ async def run_probes(
     if width is not None:
         for group in lockstep_groups(plan if plan is not None else tasks, width):
             if any(task.key in wanted for task in group):
-                lockstep = LockstepGroup()
+                lockstep = LockstepGroup(task.tag for task in group)
                 answered = await asyncio.gather(*(ask_as_member(t, lockstep) for t in group))
                 for record in answered:  # in plan order; partners asked again are not kept
                     if record.key in wanted:
