@@ -215,7 +215,7 @@ def _install_hooks() -> None:
 def _count_generation(request: GenerateRequest, reply: Generated) -> None:
     MODEL_CALLS.append(
         {
-            "phase": "/".join(PHASES.stack),
+            "phase": "/".join(dict.fromkeys(PHASES.stack)),  # a group's probes share a phase
             "prompt_sha256": _sha256(request.prompt),
             "reply_sha256": _sha256(reply.text),
             "prompt_tokens": reply.prompt_tokens,
