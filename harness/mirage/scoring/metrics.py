@@ -28,14 +28,6 @@ def fmt_count(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
 
 
-def fmt_delta_comp(value: float | None) -> str:
-    """Two decimals as in Table 2; three when two would round a non-zero change to zero."""
-    if value is None:
-        return DASH
-    digits = 3 if value != 0 and abs(value) < 0.005 else 2
-    return fmt(value, digits, signed=True)
-
-
 @dataclass(frozen=True)
 class Metric:
     """One indicator or metric. ``numerator``/``denominator`` name the per-cell counts a rate is
@@ -61,14 +53,6 @@ class Metric:
     def is_rate(self) -> bool:
         """A proportion of counts: it has Wilson intervals and enters the Cm − C0 deltas."""
         return self.numerator is not None and self.denominator is not None
-
-    def render(self, value: float | int | None) -> str:
-        """The value as the paper's Table 1 / Table 2 print it (Δcomp as a fraction)."""
-        if self.unit == "count":
-            return DASH if value is None else fmt_count(value)
-        if self.unit == "proportion":
-            return fmt_delta_comp(value)
-        return fmt(value)
 
     def render_percent(self, value: float | int | None) -> str:
         """The value on the one scale every report table uses: rates in percent, differences
