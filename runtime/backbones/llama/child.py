@@ -176,6 +176,12 @@ class LlamaRunner:
         )
         return generated
 
+    def close(self) -> None:
+        """Free the batch decoder's buffers (the model is the caller's to close)."""
+        if self._batch_decoder is not None:
+            self._batch_decoder.close()
+            self._batch_decoder = None
+
     def _decoder(self) -> BatchDecoder:
         if self._batch_decoder is None:
             self._batch_decoder = BatchDecoder(self.llama)
@@ -305,6 +311,7 @@ def serve(conn: Connection) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # the parent is gone (killed, say): nobody is left to answer
     finally:
+        runner.close()
         llama.close()
 
 
