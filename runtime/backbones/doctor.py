@@ -26,7 +26,12 @@ from runtime.backbones.base import ProviderError
 from runtime.backbones.llama.backbone import THREADS_ENV, EmbeddedBackbone, render_chatml
 from runtime.backbones.llama.batch import MAX_SEQUENCES
 from runtime.backbones.llama.wire import Generated, GenerateRequest, WorkerInfo
-from runtime.backbones.llama.worker import LlamaWorker, WorkerCrashed, describe_exit
+from runtime.backbones.llama.worker import (
+    LlamaWorker,
+    WorkerCrashed,
+    describe_exit,
+    usable_cpus,
+)
 
 Status = Literal["ok", "note", "error"]
 CPUINFO = Path("/proc/cpuinfo")
@@ -122,12 +127,6 @@ def missing_instructions(features: frozenset[str], flags: frozenset[str]) -> lis
         if lacking:
             missing.append(f"{feature} ({', '.join(lacking)})")
     return missing
-
-
-def usable_cpus() -> set[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return set(os.sched_getaffinity(0))
-    return set(range(os.cpu_count() or 1))
 
 
 def cpu_check(cpuinfo: str) -> Check:

@@ -62,11 +62,16 @@ BUSY_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 IDLE_LOAD_PER_CPU = 0.75  # 1-minute load per usable CPU under which the machine counts as idle
 
 
+def usable_cpus() -> set[int]:
+    """The CPUs this process may run on (elsewhere than Linux: every CPU)."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
 def load_per_cpu() -> float:
     """The 1-minute load average over the CPUs this process may run on."""
-    linux = hasattr(os, "sched_getaffinity")  # elsewhere every CPU counts
-    cpus = len(os.sched_getaffinity(0)) if linux else os.cpu_count() or 1
-    return os.getloadavg()[0] / cpus
+    return os.getloadavg()[0] / len(usable_cpus())
 
 
 def worker_environment(environ: Mapping[str, str], load: float) -> dict[str, str]:
