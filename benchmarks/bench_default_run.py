@@ -230,6 +230,8 @@ def _count_generation(request: GenerateRequest, reply: Generated) -> None:
         generated_tokens=reply.output_tokens,
         prefill_s=reply.prefill_s,
         decode_s=reply.decode_s,
+        drafted_tokens=reply.drafted_tokens,
+        accepted_tokens=reply.accepted_tokens,
     )
 
 

@@ -205,12 +205,12 @@ def threads_check(worker: LlamaWorker, cpus: set[int], cores: int | None) -> Che
     elif wait.get("GOMP_SPINCOUNT"):
         waiting = (
             f"OpenMP threads spin {wait['GOMP_SPINCOUNT']} times at barriers, then sleep "
-            f"(1-minute load {wait.get('load_per_cpu')} per CPU at start: idle)"
+            f"(other processes kept {wait.get('load_per_cpu')} of each CPU busy at start: idle)"
         )
     else:
         waiting = (
-            f"OpenMP threads sleep at barriers at once (1-minute load {wait.get('load_per_cpu')}"
-            " per CPU at start: busy)"
+            "OpenMP threads sleep at barriers at once (other processes kept "
+            f"{wait.get('load_per_cpu')} of each CPU busy at start: busy)"
         )
     layout = f"{len(cpus)} usable CPUs on " + (f"{cores} physical cores" if cores else "? cores")
     batching = (

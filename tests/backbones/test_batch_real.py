@@ -104,3 +104,18 @@ def test_stops_budgets_and_failures_are_per_request(runner: LlamaRunner) -> None
     assert isinstance(failed, Failure) and failed.kind == "context_length"
     assert isinstance(stopped, Generated) and "K-" not in stopped.text
     assert isinstance(sampled, Generated) and sampled.output_tokens <= 8
+
+
+def test_drafts_copy_the_context_and_leave_the_reply_greedy(runner: LlamaRunner) -> None:
+    """A reply that copies its context takes several tokens per step from prompt-lookup
+    drafts, and is the reply decoding one token per step gives."""
+    plain = LlamaRunner(runner.llama, runner.n_ctx, draft_tokens=0)
+    asked = greedy(ask("Repeat facts 1 to 6 word for word."), tokens=64)
+    drafted = runner.handle(asked)
+    one_by_one = plain.handle(asked)
+    plain.close()
+    assert isinstance(drafted, Generated) and isinstance(one_by_one, Generated)
+    assert drafted.text == one_by_one.text
+    assert one_by_one.drafted_tokens == 0
+    assert drafted.accepted_tokens >= drafted.output_tokens // 3
+    assert "crate labelled K-" in drafted.text  # it did copy the inventory

@@ -139,4 +139,4 @@ def test_smt_siblings_are_noted_with_what_the_worker_chose(tmp_path: Path) -> No
     alone = threads_check(worker, {0, 1}, 2)
     assert alone.status == "ok"
     assert "2 llama.cpp threads" in alone.detail and "spin 1000 times" in alone.detail
-    assert "load 0.20 per CPU" in alone.detail and "8,192 cells" in alone.detail
+    assert "kept 0.20 of each CPU busy" in alone.detail and "8,192 cells" in alone.detail

@@ -299,3 +299,37 @@ def test_the_worker_waits_by_the_machines_load_unless_the_user_chose(
     environment = worker_environment({"PATH": "/usr/bin", **user}, load)
     assert {k: v for k, v in environment.items() if "OMP" in k} == expected
     assert environment["PATH"] == "/usr/bin"
+
+
+def test_busy_now_counts_other_processes_and_not_this_one() -> None:
+    """The wait is chosen by what other processes do now, not by the 1-minute average (which
+    stays high for a minute after `pip install` compiled llama.cpp) nor by this process's own
+    work (the run's indexing just before the worker starts)."""
+    import subprocess
+    import sys
+
+    from runtime.backbones.llama.worker import load_per_cpu, usable_cpus
+
+    if not Path("/proc/stat").exists():
+        pytest.skip("measured from /proc/stat (Linux)")
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    own = threading.Thread(target=spin)
+    own.start()
+    try:
+        assert load_per_cpu(0.3) < 0.45
+    finally:
+        stop.set()
+        own.join()
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in usable_cpus()]
+    try:
+        time.sleep(0.2)  # past the interpreters' start
+        assert load_per_cpu(0.3) > 0.6
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()

@@ -4,11 +4,9 @@ Each probe restores a fresh session from the checkpoint (verified once, then par
 switches it to the answerer model, borrows a connection to the memory server and runs one agent
 turn. R_tool evidence comes from the executed calls of that turn.
 
-Connections are pooled (``runtime.mcp_client.MCPConnectionPool``): a probe's tagged URL
-``…/t/<tag>/mcp`` becomes the plain endpoint plus the header ``X-Mirage-Tag: <tag>`` on a
-connection lent to that probe alone, so the server attributes every call to its probe at any
-concurrency, and a probe does not pay for opening a connection (HTTP client, protocol
-negotiation, ``tools/list``). ``aclose()`` closes the pool.
+Connections are pooled (``harness.kit.agents.memory_connections``): a probe's tagged URL is
+the plain endpoint plus the probe's tag header on a connection lent to that probe alone.
+``aclose()`` closes them.
 """
 
 from __future__ import annotations
@@ -29,10 +27,10 @@ from harness.kit.agents.context import (
     ProbeContext,
     context_from_messages,
 )
+from harness.kit.agents.memory_connections import MemoryConnections
 from harness.kit.agents.transcript import system_text
 from runtime.agent import Agent, TurnRecord
 from runtime.backbones.base import Backbone, ProviderError
-from runtime.mcp_client import MCPConnectionPool, MCPServerConfig
 from runtime.session import Session
 from runtime.snapshot import SnapshotCache
 
@@ -107,7 +105,7 @@ class BuiltinAgent(AgentUnderTest):
         self.adapters = adapters
         self._snapshots = SnapshotCache()
         self._contexts: dict[str, ProbeContext] = {}  # by checkpoint: the same for every probe
-        self._pools: dict[str, MCPConnectionPool] = {}
+        self._connections = MemoryConnections()
 
     def restore(self, checkpoint: RestorePoint) -> tuple[Session, str]:
         """A fresh session of ``checkpoint`` as the answerer, and its name."""
@@ -149,21 +147,11 @@ class BuiltinAgent(AgentUnderTest):
     async def _turn(self, session: Session, message: str, tag: str) -> TurnRecord:
         if self.memory_url is None:
             return await Agent(session, self.backbone).turn(message, purpose="probe")
-        from memory_server.http import untagged
-        from memory_server.server import TAG_HEADER
-
-        url, url_tag = untagged(self.memory_url(tag))
-        pool = self._pools.get(url)
-        if pool is None:
-            pool = self._pools[url] = MCPConnectionPool(MCPServerConfig(name="memory", url=url))
-        headers = {TAG_HEADER: url_tag} if url_tag else {}
-        async with pool.lease(headers) as tools:
+        async with self._connections.lease(self.memory_url(tag)) as tools:
             return await Agent(session, self.backbone, tools).turn(message, purpose="probe")
 
     async def aclose(self) -> None:
         """Close the pooled memory-server connections (before the server stops) and the
         backbone's own."""
-        pools, self._pools = self._pools, {}
-        for pool in pools.values():
-            await pool.aclose()
+        await self._connections.aclose()
         await self.backbone.aclose()

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from harness.kit.agents.base import AgentUnderTest, ProbeReply, RestorePoint, ToolCallRecord
+from harness.kit.agents.memory_connections import MemoryConnections
 from harness.kit.agents.transcript import RestoredContext, TranscriptSource
 from harness.mirage.probing.retrieval_paths import RetrievalPath
 from harness.mirage.protocol import NONE_VALUE
@@ -40,6 +41,7 @@ from harness.mirage.references.reading import (
     read_value,
     sections,
 )
+from runtime.toolset import Toolset
 
 REFERENCE_PREFIX = "reference/"
 RECALL_TOOL = "artifact_recall"
@@ -100,6 +102,14 @@ class ReferenceAgent(AgentUnderTest):
 class Retriever(ReferenceAgent):
     kind = "retriever"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._connections = MemoryConnections()
+
+    async def aclose(self) -> None:
+        """Close the pooled memory-server connections (before the server stops)."""
+        await self._connections.aclose()
+
     async def answer(
         self, restored: RestoredContext, question: str, tag: str
     ) -> tuple[str, RetrievalPath | None, list[ToolCallRecord], dict[str, Any]]:
@@ -108,7 +118,8 @@ class Retriever(ReferenceAgent):
         if self.memory_url is None:
             call.error = "no memory server bound"
             return protocol_reply(None, None), "R_tool", [call], {"hits": 0}
-        hits, error = await recall(self.memory_url(tag), arguments)
+        async with self._connections.lease(self.memory_url(tag)) as tools:
+            hits, error = await recall(tools, arguments)
         call.executed, call.error = error is None, error
         if not hits:
             return protocol_reply(None, None), "R_tool", [call], {"hits": 0}
@@ -119,12 +130,11 @@ class Retriever(ReferenceAgent):
         return protocol_reply(top, value), "R_tool", [call], note
 
 
-async def recall(url: str, arguments: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """The hits of one ``artifact_recall`` call over MCP at ``url`` (and an error, if any)."""
-    from runtime.mcp_client import MCPServerConfig, MCPToolset
-
-    async with MCPToolset([MCPServerConfig(name="memory", url=url)]) as tools:
-        outcome = await tools.call(RECALL_TOOL, arguments)
+async def recall(
+    tools: Toolset, arguments: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The hits of one ``artifact_recall`` call through ``tools`` (and an error, if any)."""
+    outcome = await tools.call(RECALL_TOOL, arguments)
     if outcome.is_error:
         return [], outcome.text
     structured = outcome.structured if isinstance(outcome.structured, dict) else {}

@@ -46,7 +46,7 @@ from runtime.backbones.base import (
     ToolMode,
     UnsupportedOption,
 )
-from runtime.backbones.llama.batch import MAX_SEQUENCES
+from runtime.backbones.llama.batch import DRAFT_TOKENS, MAX_SEQUENCES
 from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES as DEFAULT_KV_SNAPSHOT_BYTES
 from runtime.backbones.llama.wire import (
     CHATML_END,
@@ -74,6 +74,7 @@ SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained b
 THREADS_ENV = "MIRAGE_LLAMA_THREADS"
 DEFAULT_THREADS = 2
 KV_SNAPSHOT_ENV = "MIRAGE_KV_SNAPSHOT_MB"
+DRAFT_TOKENS_ENV = "MIRAGE_LLAMA_DRAFT_TOKENS"
 
 
 def smollm2_gguf_path() -> Path:
@@ -101,6 +102,12 @@ def default_thread_count() -> int:
     """``MIRAGE_LLAMA_THREADS`` when set, else 2. llama.cpp threads spin at barriers, so on a
     box shared with other busy processes 1 thread is several times faster than 2."""
     return _whole_number_from_env(THREADS_ENV, DEFAULT_THREADS, minimum=1, unit="")
+
+
+def draft_token_count() -> int:
+    """``MIRAGE_LLAMA_DRAFT_TOKENS`` when set, else ``batch.DRAFT_TOKENS``: the prompt-lookup
+    draft a greedy reply checks per decode step (0: one token per step)."""
+    return _whole_number_from_env(DRAFT_TOKENS_ENV, DRAFT_TOKENS, minimum=0, unit="")
 
 
 def kv_snapshot_budget_bytes() -> int:
@@ -184,6 +191,7 @@ class EmbeddedBackbone(Backbone):
         self.n_threads = n_threads if n_threads is not None else default_thread_count()
         self.default_system = default_system
         self.kv_snapshot_bytes = kv_snapshot_budget_bytes()
+        self.draft_tokens = draft_token_count()
         self._model_path = Path(model_path) if model_path is not None else None
 
     def worker(self) -> LlamaWorker:
@@ -194,6 +202,7 @@ class EmbeddedBackbone(Backbone):
             self.context_window,
             self.n_threads,
             kv_snapshot_bytes=self.kv_snapshot_bytes,
+            draft_tokens=self.draft_tokens,
         )
         return worker_for(spec)
 

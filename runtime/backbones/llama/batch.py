@@ -10,9 +10,22 @@ Sequence 0 is the runner's live cache: it is extended, compactly and by the rule
 ``prefill.py``, to the longest prefix every prompt of the batch shares (all but the last
 ``MIN_BATCH_TOKENS`` tokens of the shortest). Each prompt then gets a sequence of its own that
 shares those cells (``seq_cp``: no copy in a unified cache) and evaluates its own tail; one
-``llama_decode`` per step then advances every live sequence by one token. Afterwards every
-sequence but 0 is removed, so between calls the cache holds sequence 0's prompt tokens alone,
-compact, as a single call leaves it.
+``llama_decode`` per step then advances every live sequence. Afterwards every sequence but 0
+is removed, so between calls the cache holds sequence 0's prompt tokens alone, compact, as a
+single call leaves it.
+
+Drafts (prompt lookup, as llama.cpp's lookup decoding and its server's n-gram drafts): while a
+step stays small (``STEP_TOKENS``: a batch of one or a few replies), a reply's last token goes
+in with up to ``draft_limit`` tokens that followed the latest earlier occurrence of its last
+three (or two) tokens in its prompt or reply (``NgramIndex``), each with logits. The reply
+keeps its greedy token at each position while it matches the draft, plus the first that does
+not, and the cells of the draft it did not keep are removed: the reply is the greedy one,
+several tokens per step where the model copies its context (SmolLM2 repeats earlier turns
+verbatim). A draft token is evaluated in a batch of several tokens, a plain step's token alone;
+in the default run the two gave the same replies, checkpoints and summaries
+(``benchmarks/bench_default_run.py --compare``), and both are a function of the prompt.
+Wider steps (a group of probes) take no drafts: they are compute-bound, so a draft token costs
+what it saves.
 
 What a reply depends on: with one prompt the layout is the one a single call has always had
 (sequence 0's cells, then the tail and the reply), so a reply alone is a function of its prompt.
@@ -21,10 +34,11 @@ sums over KV cells in SIMD groups, so a reply in a batch can differ in low bits 
 prompt alone (and from the same prompt in another batch or order: measured in
 ``benchmarks/bench_backbones.py --sections batch``). It is a function of the batch, in order:
 the harness makes the batch a fixed group of the plan (``runtime/backbones/lockstep.py``), so a
-run's replies are still reproducible. llama.cpp's flash attention, which skips masked cells
-one by one, is batch-invariant but 1.3-2x slower on this CPU class; non-unified KV (a stream
-per sequence) is invariant too but reads every sequence's own copy of the prefix, and gained
-10% over one call at a time at 3.8k tokens of context.
+run's replies are still reproducible. llama.cpp's flash attention was 1.3-2x slower on an
+AVX2-only EPYC and, on a Zen 4 EPYC, as fast but not order-invariant either (2 of 12 replies
+changed with a batch reversed); non-unified KV (a stream per sequence) is invariant but reads
+every sequence's own copy of the prefix, and gained 10% over one call at a time at 3.8k tokens
+of context.
 """
 
 from __future__ import annotations
@@ -43,6 +57,58 @@ if TYPE_CHECKING:
 MAX_SEQUENCES = 16
 """Sequences the worker's context is opened with: sequence 0 and up to 15 replies at once."""
 
+DRAFT_TOKENS = 8
+"""Prompt-lookup draft tokens a reply may check per step at most (0: one token per step)."""
+
+STEP_TOKENS = 12
+"""Tokens one decode step may evaluate with drafts: a step of a few tokens costs little more
+than one token's (the weights are read once), a wider one is compute-bound and a draft token
+costs what it would save (``benchmarks/bench_backbones.py --sections draft``)."""
+
+NGRAM_SIZES = (3, 2)
+"""Suffix lengths a draft is looked up by, longest first."""
+
+
+class NgramIndex:
+    """Where each n-gram of a token list last ended, for prompt-lookup drafts: the tokens that
+    followed the latest earlier occurrence of a sequence's last n tokens. ``base`` holds the
+    positions of a shared prefix; this index adds the positions after it."""
+
+    def __init__(self, tokens: list[int], base: NgramIndex | None = None) -> None:
+        self.tokens = tokens
+        self.base = base
+        self.ends: dict[tuple[int, ...], int] = {}
+        self.indexed: int = base.indexed if base is not None else 0
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """Index every n-gram that ends before the last token (the suffix a draft continues
+        must not find itself)."""
+        tokens = self.tokens
+        for end in range(max(self.indexed, 1), len(tokens)):
+            for size in NGRAM_SIZES:
+                if end >= size:
+                    self.ends[tuple(tokens[end - size : end])] = end
+        self.indexed = max(self.indexed, len(tokens))
+
+    def draft(self, limit: int) -> list[int]:
+        """Up to ``limit`` tokens that followed the latest earlier occurrence of the longest
+        suffix found (none if no suffix occurred before)."""
+        if limit <= 0:
+            return []
+        self.catch_up()
+        tokens = self.tokens
+        for size in NGRAM_SIZES:
+            if len(tokens) <= size:
+                continue
+            key = tuple(tokens[-size:])
+            end = self.ends.get(key)
+            if end is None and self.base is not None:
+                end = self.base.ends.get(key)
+            if end is not None:
+                return tokens[end : end + limit]
+        return []
+
 
 @dataclass
 class _Sequence:
@@ -53,12 +119,16 @@ class _Sequence:
     tokens: list[int]
     budget: int  # reply tokens it may still produce
     started: float
+    lookup: NgramIndex
+    draft_limit: int  # grows while drafts are kept whole, shrinks when one is cut short
     generated: list[int] = field(default_factory=list)
     text: bytes = b""
     finish_reason: str | None = None
     prefill_tokens: int = 0
     prefill_s: float = 0.0
     decode_s: float = 0.0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
     finished_at: float = 0.0
 
 
@@ -81,10 +151,11 @@ def cells_needed(prompts: list[list[int]], budgets: list[int]) -> int:
 class BatchDecoder:
     """Decodes greedy replies for up to ``MAX_SEQUENCES - 1`` prompts at once on ``llama``."""
 
-    def __init__(self, llama: Llama) -> None:
+    def __init__(self, llama: Llama, draft_tokens: int = DRAFT_TOKENS) -> None:
         from llama_cpp import llama_cpp as low_level
 
         self.llama = llama
+        self.draft_tokens = draft_tokens
         self._low = low_level
         self._ctx = llama.ctx
         self._memory = low_level.llama_get_memory(llama.ctx)
@@ -118,9 +189,16 @@ class BatchDecoder:
         tokens each), decoded together; sequence 0 must hold their shared prefix."""
         started = time.perf_counter()
         shared = self.llama.n_tokens
+        prefix = NgramIndex(prompts[0][:shared])
         sequences = [
             _Sequence(
-                seq_id=index + 1, request=request, tokens=tokens, budget=budget, started=started
+                seq_id=index + 1,
+                request=request,
+                tokens=tokens,
+                budget=budget,
+                started=started,
+                lookup=NgramIndex(list(tokens), prefix),
+                draft_limit=(self.draft_tokens + 1) // 2,
             )
             for index, (request, tokens, budget) in enumerate(
                 zip(requests, prompts, budgets, strict=True)
@@ -149,21 +227,49 @@ class BatchDecoder:
         self._accept(sequence, self._argmax(-1))
 
     def _decode_together(self, sequences: list[_Sequence]) -> None:
+        """Advance every live reply by one ``llama_decode`` per step: its last token and the
+        draft that lookup proposes after it, each with logits. A reply keeps its greedy tokens
+        while they match the draft (plus the first that does not), and the cells of the
+        drafted tokens it did not keep are removed."""
         live = [s for s in sequences if s.finish_reason is None]
         while live:
             clock = time.perf_counter()
-            self._decode(
-                [
-                    (s.generated[-1], len(s.tokens) + len(s.generated) - 1, s.seq_id, True)
-                    for s in live
-                ]
-            )
-            for index, sequence in enumerate(live):
-                self._accept(sequence, self._argmax(index))
+            per_sequence = STEP_TOKENS // len(live) - 1
+            entries: list[tuple[int, int, int, bool]] = []
+            drafts: list[tuple[_Sequence, int, list[int]]] = []
+            for s in live:
+                position = len(s.tokens) + len(s.generated) - 1
+                room = s.budget - len(s.generated) - 1
+                draft = s.lookup.draft(min(per_sequence, s.draft_limit, room))
+                drafts.append((s, len(entries), draft))
+                entries.append((s.generated[-1], position, s.seq_id, True))
+                entries += [(t, position + 1 + i, s.seq_id, True) for i, t in enumerate(draft)]
+            self._decode(entries)
+            for sequence, first, draft in drafts:
+                kept = self._verify(sequence, first, draft)
+                sequence.drafted_tokens += len(draft)
+                sequence.accepted_tokens += kept
+                if draft:
+                    whole = kept == len(draft)
+                    limit = sequence.draft_limit + 2 if whole else sequence.draft_limit - 1
+                    sequence.draft_limit = max(1, min(self.draft_tokens, limit))
+                if kept < len(draft):
+                    position = len(sequence.tokens) + len(sequence.generated) - 1
+                    self._low.llama_memory_seq_rm(self._memory, sequence.seq_id, position, -1)
             elapsed = time.perf_counter() - clock
             for sequence in live:
                 sequence.decode_s += elapsed
             live = [s for s in live if s.finish_reason is None]
+
+    def _verify(self, sequence: _Sequence, first: int, draft: list[int]) -> int:
+        """Accept the greedy tokens at batch entries ``first``… (the reply's last token, then
+        its draft) while they match the draft; returns the draft tokens kept."""
+        for kept in range(len(draft) + 1):
+            token = self._argmax(first + kept)
+            self._accept(sequence, token)
+            if sequence.finish_reason is not None or kept == len(draft) or token != draft[kept]:
+                return kept
+        return len(draft)
 
     def _accept(self, sequence: _Sequence, token: int) -> None:
         """Take ``token`` as the sequence's next reply token, or end the reply."""
@@ -171,6 +277,7 @@ class BatchDecoder:
             self._finish(sequence, "stop")
             return
         sequence.generated.append(token)
+        sequence.lookup.tokens.append(token)
         sequence.text += self._token_bytes(token)
         stops = (CHATML_END, *sequence.request.stop)
         text = sequence.text.decode("utf-8", errors="ignore")
@@ -225,4 +332,6 @@ class BatchDecoder:
             prefill_s=sequence.prefill_s,
             decode_tokens=len(sequence.generated),
             decode_s=sequence.decode_s,
+            drafted_tokens=sequence.drafted_tokens,
+            accepted_tokens=sequence.accepted_tokens,
         )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.backbones.base import ProviderErrorKind
 from runtime.backbones.llama.batch import (
+    DRAFT_TOKENS,
     MAX_SEQUENCES,
     BatchDecoder,
     cells_needed,
@@ -88,9 +89,16 @@ class LlamaRunner:
     """The child's side: tokenize and generate on one loaded model, keeping copies of its KV
     cache that later prompts can start from (``kv_snapshots``)."""
 
-    def __init__(self, llama: Llama, n_ctx: int, kv_snapshot_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        llama: Llama,
+        n_ctx: int,
+        kv_snapshot_bytes: int = 0,
+        draft_tokens: int = DRAFT_TOKENS,
+    ) -> None:
         self.llama = llama
         self.n_ctx = n_ctx
+        self.draft_tokens = draft_tokens
         self.snapshots = KVSnapshots(kv_snapshot_bytes)
         self._batch_decoder: BatchDecoder | None = None
 
@@ -184,7 +192,7 @@ class LlamaRunner:
 
     def _decoder(self) -> BatchDecoder:
         if self._batch_decoder is None:
-            self._batch_decoder = BatchDecoder(self.llama)
+            self._batch_decoder = BatchDecoder(self.llama, self.draft_tokens)
         return self._batch_decoder
 
     def _tokens(self, prompt: str) -> list[int]:
@@ -303,7 +311,8 @@ def serve(conn: Connection) -> None:
     except (RuntimeError, ValueError, OSError) as exc:
         conn.send(Failure("unknown", f"llama.cpp could not load {spec.path}: {exc}"))
         return
-    runner = LlamaRunner(llama, spec.n_ctx, spec.kv_snapshot_bytes)
+    draft_tokens = DRAFT_TOKENS if spec.draft_tokens is None else spec.draft_tokens
+    runner = LlamaRunner(llama, spec.n_ctx, spec.kv_snapshot_bytes, draft_tokens)
     try:
         conn.send(report)
         while (request := _receive(conn)) is not None:

@@ -24,13 +24,16 @@ class ModelSpec:
     """What a worker loads. ``extra_buffer_types`` is llama.cpp's ``use_extra_bufts``: off
     everywhere except in the benchmark that measures what turning it off costs.
     ``kv_snapshot_bytes`` bounds the kept copies of the KV cache (``kv_snapshots``; 0: none;
-    ``EmbeddedBackbone`` sets it from ``MIRAGE_KV_SNAPSHOT_MB``)."""
+    ``EmbeddedBackbone`` sets it from ``MIRAGE_KV_SNAPSHOT_MB``). ``draft_tokens`` bounds the
+    prompt-lookup draft a greedy reply checks per step (``batch``; None: its default, 0: none;
+    ``EmbeddedBackbone`` sets it from ``MIRAGE_LLAMA_DRAFT_TOKENS``)."""
 
     path: str
     n_ctx: int
     n_threads: int
     extra_buffer_types: bool = False
     kv_snapshot_bytes: int = 0
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ class Generated:
     prefill_s: float
     decode_tokens: int
     decode_s: float
+    drafted_tokens: int = 0  # prompt-lookup draft tokens checked (``batch``), and those kept
+    accepted_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from multiprocessing.connection import Connection
@@ -54,12 +55,15 @@ DOCTOR_HINT = "run `mirage doctor` to check this CPU against the installed llama
 # a partner that is not running (decode fell from 18 to 1 token/s spinning 300k at load 14 on 2
 # cores) and even 1,000 spins cost 38% at load ~4 (0.99 s against 0.72 s sleeping), 79% at
 # load ~6.6 (2.85 s against 1.59 s; benchmarks/bench_backbones.py --sections spin). libgomp
-# reads this once, at the worker's start, so the machine's load then picks one; the user's
-# own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins (libgomp lets GOMP_SPINCOUNT override
-# OMP_WAIT_POLICY: neither is mixed in).
+# reads this once, at the worker's start, so how busy other processes keep the CPUs then picks
+# one; the user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins (libgomp lets
+# GOMP_SPINCOUNT override OMP_WAIT_POLICY: neither is mixed in). Busy is measured over a short
+# window, not by the 1-minute load average: right after `pip install` compiled llama.cpp, or
+# after the run's own indexing, that average still says busy for a minute on an idle machine.
 IDLE_WAIT = {"GOMP_SPINCOUNT": "1000"}
 BUSY_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
-IDLE_LOAD_PER_CPU = 0.75  # 1-minute load per usable CPU under which the machine counts as idle
+IDLE_LOAD_PER_CPU = 0.75  # busy share of each usable CPU under which the machine counts as idle
+BUSY_WINDOW_S = 0.25
 
 
 def usable_cpus() -> set[int]:
@@ -69,9 +73,39 @@ def usable_cpus() -> set[int]:
     return set(range(os.cpu_count() or 1))
 
 
-def load_per_cpu() -> float:
-    """The 1-minute load average over the CPUs this process may run on."""
-    return os.getloadavg()[0] / len(usable_cpus())
+def _cpu_jiffies(cpus: set[int]) -> tuple[int, int] | None:
+    """(busy, total) clock ticks of ``cpus`` since boot, from /proc/stat (None elsewhere)."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        ticks = [int(field) for field in fields[:8]]  # user … steal (guest is inside user)
+        idle = ticks[3] + ticks[4]  # idle, iowait
+        busy += sum(ticks) - idle
+        total += sum(ticks)
+    return (busy, total) if total else None
+
+
+def load_per_cpu(window_s: float = BUSY_WINDOW_S) -> float:
+    """How busy other processes keep the CPUs this process may run on, now: their busy share
+    of those CPUs over ``window_s`` (this process's own time taken out), from /proc/stat;
+    elsewhere, the 1-minute load average per CPU."""
+    cpus = usable_cpus()
+    before, own_before = _cpu_jiffies(cpus), os.times()
+    if before is None:
+        return os.getloadavg()[0] / len(cpus)
+    time.sleep(window_s)
+    after, own_after = _cpu_jiffies(cpus), os.times()
+    assert after is not None
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    own = (own_after.user + own_after.system - own_before.user - own_before.system) * ticks_per_s
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return max(0.0, busy - own) / total if total > 0 else 0.0
 
 
 def worker_environment(environ: Mapping[str, str], load: float) -> dict[str, str]:
