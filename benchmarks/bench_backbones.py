@@ -5,7 +5,7 @@ litellm retries, and probes decoded one at a time against together.
 
     python benchmarks/bench_backbones.py [--prefix-tokens 500 2000 4000] [--probes 3]
         [--repeats 5] [--snapshot-tokens 2000 6000] [--batch-widths 4 12 15]
-        [--sections embedded snapshots worker bufts omp spin grammar retries batch]
+        [--sections embedded snapshots worker bufts omp spin grammar retries batch draft]
 
 Embedded: for each prefix size, one cold call on a fresh prefix, then probes that share the
 prefix and differ in the last question (the "restore one checkpoint, many probes" pattern).
@@ -32,6 +32,10 @@ retry-then-success after 429 + 503, a hang detected by the client timeout, retri
 Batch: probe-like greedy calls (a ~4,000-token shared history, 64-token replies) one at a time
 and as one ``BatchRequest`` of each width, in the worker process: tokens per second alone and
 together, and how many of the batch's replies equal the ones given alone.
+Draft: in process over the same ~4,000-token history, what one decode step costs by the tokens
+it evaluates (1 to 24: why ``batch.STEP_TOKENS`` keeps drafts to small steps), then a reply
+that copies its context (64 tokens) with prompt-lookup drafts off and on: decode tokens/s,
+draft tokens kept of those checked, and whether the two replies are the same.
 Prints a table and writes ``benchmarks/results/bench_backbones.json`` (sections not run keep
 their earlier numbers).
 """
@@ -57,6 +61,8 @@ from runtime.backbones import (  # noqa: E402
     ProviderError,
     RetryPolicy,
 )
+from runtime.backbones.llama.backbone import default_thread_count, smollm2_gguf_path  # noqa: E402
+from runtime.backbones.llama.batch import DRAFT_TOKENS  # noqa: E402
 from runtime.backbones.llama.child import LlamaKV, LlamaRunner  # noqa: E402
 from runtime.backbones.llama.grammar import gbnf  # noqa: E402
 from runtime.backbones.llama.kv_snapshots import DEFAULT_CAPACITY_BYTES  # noqa: E402
@@ -527,6 +533,50 @@ def bench_batch(widths: list[int], prefix_tokens: int, reply_tokens: int) -> dic
     return results
 
 
+def bench_draft(prefix_tokens: int, reply_tokens: int, repeats: int) -> dict[str, Any]:
+    spec = ModelSpec(str(smollm2_gguf_path()), 8192, default_thread_count())
+    llama, _ = open_llama(spec)
+    words = " ".join(f"crate{n} holds {n % 9} marbles;" for n in range(prefix_tokens // 6))
+    history = f"<|im_start|>system\nAn inventory: {words}<|im_end|>\n"
+    tokens = llama.tokenize(history.encode(), add_bos=True, special=True)
+    results: dict[str, Any] = {"prefix_tokens": len(tokens)}
+    try:
+        llama.eval(tokens)
+        filler = llama.tokenize(words.encode(), add_bos=False)
+        for width in (1, 2, 4, 8, 12, 16, 24):
+            times = []
+            for _ in range(repeats):
+                llama.n_tokens = len(tokens)
+                llama._ctx.kv_cache_seq_rm(-1, len(tokens), -1)
+                started = time.perf_counter()
+                llama.eval(filler[:width])
+                times.append(time.perf_counter() - started)
+            step_ms = statistics.median(times) * 1000
+            results[f"step_{width}_tokens_ms"] = round(step_ms, 1)
+            results[f"step_{width}_ms_per_token"] = round(step_ms / width, 1)
+        llama.n_tokens = len(tokens)
+        llama._ctx.kv_cache_seq_rm(-1, len(tokens), -1)
+        prompt = f"{history}<|im_start|>user\nCopy the inventory word for word.<|im_end|>\n"
+        request = GenerateRequest(f"{prompt}<|im_start|>assistant\n", reply_tokens, 0.0, 1)
+        replies = {}
+        for drafts in (0, DRAFT_TOKENS):
+            runner = LlamaRunner(llama, spec.n_ctx, draft_tokens=drafts)
+            reply = runner.handle(request)
+            runner.close()
+            assert isinstance(reply, Generated)
+            replies[drafts] = reply
+            speed = reply.decode_tokens / reply.decode_s
+            results[f"drafts_{drafts}_decode_tok_s"] = round(speed, 1)
+            results[f"drafts_{drafts}_kept_of_checked"] = (
+                f"{reply.accepted_tokens}/{reply.drafted_tokens}"
+            )
+        results["same_reply"] = replies[0].text == replies[DRAFT_TOKENS].text
+        results["load_1min"] = round(os.getloadavg()[0], 2)
+    finally:
+        llama.close()
+    return results
+
+
 SECTIONS = (
     "embedded",
     "snapshots",
@@ -537,6 +587,7 @@ SECTIONS = (
     "grammar",
     "retries",
     "batch",
+    "draft",
 )
 
 
@@ -579,6 +630,9 @@ def main() -> None:
     if "batch" in args.sections:
         payload["batch"] = bench_batch(args.batch_widths, 4000, 64)
         _print_mapping("probes alone vs decoded together (tokens/s):", payload["batch"])
+    if "draft" in args.sections:
+        payload["draft"] = bench_draft(4000, 64, args.repeats)
+        _print_mapping("decode steps by width, and prompt-lookup drafts:", payload["draft"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     machine = {
         "cpus": os.cpu_count(),

@@ -68,6 +68,10 @@ costs what it would save (``benchmarks/bench_backbones.py --sections draft``).""
 NGRAM_SIZES = (3, 2)
 """Suffix lengths a draft is looked up by, longest first."""
 
+MIN_DRAFT_TOKENS = 2
+"""Shorter drafts are not checked: a step of two tokens costs about two steps of one (the
+attention's f16 kernels), from three tokens on a token costs a fraction of a step."""
+
 
 class NgramIndex:
     """Where each n-gram of a token list last ended, for prompt-lookup drafts: the tokens that
@@ -234,13 +238,15 @@ class BatchDecoder:
         live = [s for s in sequences if s.finish_reason is None]
         while live:
             clock = time.perf_counter()
-            per_sequence = STEP_TOKENS // len(live) - 1
+            per_sequence = STEP_TOKENS // len(live) - 1  # under MIN_DRAFT_TOKENS: no drafts
             entries: list[tuple[int, int, int, bool]] = []
             drafts: list[tuple[_Sequence, int, list[int]]] = []
             for s in live:
                 position = len(s.tokens) + len(s.generated) - 1
                 room = s.budget - len(s.generated) - 1
                 draft = s.lookup.draft(min(per_sequence, s.draft_limit, room))
+                if len(draft) < MIN_DRAFT_TOKENS:
+                    draft = []
                 drafts.append((s, len(entries), draft))
                 entries.append((s.generated[-1], position, s.seq_id, True))
                 entries += [(t, position + 1 + i, s.seq_id, True) for i, t in enumerate(draft)]
@@ -252,7 +258,7 @@ class BatchDecoder:
                 if draft:
                     whole = kept == len(draft)
                     limit = sequence.draft_limit + 2 if whole else sequence.draft_limit - 1
-                    sequence.draft_limit = max(1, min(self.draft_tokens, limit))
+                    sequence.draft_limit = max(MIN_DRAFT_TOKENS, min(self.draft_tokens, limit))
                 if kept < len(draft):
                     position = len(sequence.tokens) + len(sequence.generated) - 1
                     self._low.llama_memory_seq_rm(self._memory, sequence.seq_id, position, -1)
