@@ -8,7 +8,8 @@ concern.
 - ``wire``: the pickled messages the two sides exchange over a socket pair;
 - ``child``: the worker process's main loop and ``LlamaRunner`` (prefill, decode, grammars);
 - ``batch``: ``BatchDecoder``, greedy replies to several prompts decoded together over one
-  shared KV prefix (a ``BatchRequest``: a lockstep group's calls);
+  shared KV prefix (a ``BatchRequest``: a lockstep group's calls), several tokens per step
+  where a reply copies its context (prompt-lookup drafts, ``NgramIndex``);
 - ``load``: ``open_llama``, the model loaded with llama.cpp's extra buffer types off;
 - ``grammar``: JSON-schema grammars for constrained replies (``tool_choice``,
   ``response_format``);
