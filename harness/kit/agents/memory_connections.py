@@ -38,11 +38,6 @@ class MemoryConnections:
         async with pool.lease({TAG_HEADER: tag} if tag else {}) as tools:
             yield tools
 
-    @property
-    def opened(self) -> int:
-        """Connections opened so far, over every endpoint."""
-        return sum(pool.opened for pool in self._pools.values())
-
     async def aclose(self) -> None:
         pools, self._pools = self._pools, {}
         for pool in pools.values():
