@@ -81,7 +81,7 @@ def _cpu_jiffies(cpus: set[int]) -> tuple[int, int] | None:
         return None
     busy = total = 0
     for line in lines:
-        name, *fields = line.split()
+        name, *fields = line.split() or [""]
         if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
             continue
         ticks = [int(field) for field in fields[:8]]  # user … steal (guest is inside user)
